@@ -1,0 +1,500 @@
+import { type Batch, maxSingleMessageBytes, takeBatch } from './batch.js';
+import { type BuiltMessage, buildMessage } from './build-message.js';
+import { type Clock, systemClock, type TimerHandle } from './clock.js';
+import { type DeliveryContext, type DeliveryOutcome, deliverBatch } from './deliver-batch.js';
+import { TypedEmitter } from './emitter.js';
+import { AnalyticsError, type ErrorCode } from './errors.js';
+import type { FailedMessage, FlushOptions, FlushResult } from './flush-result.js';
+import { gzipBody } from './gzip-body.js';
+import { libraryInfo } from './library-info.js';
+import { defaultLogger, type Logger } from './logger.js';
+import type {
+  AliasMessage,
+  CallType,
+  GroupMessage,
+  IdentifyMessage,
+  MessageByType,
+  PageMessage,
+  ScreenMessage,
+  TrackMessage,
+} from './messages.js';
+import { type AnalyticsOptions, type ResolvedOptions, resolveOptions } from './options.js';
+import { type Callback, MessageQueue, type QueueEntry } from './queue.js';
+import { createNodeHttpTransport } from './transport/node-http.js';
+import type { Transport } from './transport/transport.js';
+
+/** Payload of the `flush` event: a batch the server accepted. */
+export interface FlushEvent {
+  messageIds: string[];
+  /** Size of the request body before compression. */
+  bytes: number;
+  attempts: number;
+  status: number;
+}
+
+/** Payload of the `retry` event: an attempt failed and the batch will be sent again. */
+export interface RetryEvent {
+  messageIds: string[];
+  /** 1 for the first retry. */
+  retry: number;
+  delayMs: number;
+  /** Status of the failed attempt; undefined for a network error or timeout. */
+  status: number | undefined;
+  reason: string;
+}
+
+/** Payload of the `error` event: messages that were sent and will not be delivered. */
+export interface ErrorEvent {
+  error: AnalyticsError;
+  messageIds: string[];
+}
+
+/** Payload of the `drop` event: messages given up without the server's answer. */
+export interface DropEvent {
+  /** `queue_overflow` (oldest evicted), `queue_full` (new call refused) or `unconfirmed` (close gave up). */
+  code: Extract<ErrorCode, 'queue_overflow' | 'queue_full' | 'unconfirmed'>;
+  messageIds: string[];
+  /** Messages dropped since the client was created, this event included. */
+  totalDropped: number;
+}
+
+/** The events of {@link Analytics} and their payloads. */
+export interface AnalyticsEvents {
+  flush: FlushEvent;
+  retry: RetryEvent;
+  error: ErrorEvent;
+  drop: DropEvent;
+}
+
+/** Counters since the client was created; see {@link Analytics.stats}. */
+export interface AnalyticsStats {
+  /** Waiting in the queue. */
+  queued: number;
+  /** In requests being sent or retried. */
+  inFlight: number;
+  /** Accepted by the server. */
+  delivered: number;
+  /** Sent and refused, or out of retries. */
+  failed: number;
+  /** Never confirmed: evicted, refused at the bound, or given up by close(). */
+  dropped: number;
+}
+
+interface InFlightBatch extends Batch {
+  firstSeq: number;
+}
+
+interface Waiter {
+  upTo: number;
+  remaining: number;
+  delivered: number;
+  failed: FailedMessage[];
+  finish(status: FlushResult['status']): void;
+}
+
+/**
+ * A client bound to one write key. Calls are validated and queued synchronously and sent in
+ * background batches to `{endpoint}/v1/batch`; call `close()` (or `flush()` in a serverless
+ * handler) before the process ends.
+ *
+ * @example
+ * import { Analytics } from '@ferry/analytics';
+ * const analytics = new Analytics('WRITE_KEY', { endpoint: 'https://ferry.example.com' });
+ * analytics.track({ userId: 'u1', event: 'Signed Up', properties: { plan: 'pro' } });
+ * await analytics.close();
+ */
+export class Analytics extends TypedEmitter<AnalyticsEvents> {
+  readonly #options: ResolvedOptions;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  readonly #transport: Transport;
+  readonly #delivery: DeliveryContext;
+  readonly #queue = new MessageQueue();
+  readonly #inFlight = new Set<InFlightBatch>();
+  readonly #waiters = new Set<Waiter>();
+  readonly #stop = new AbortController();
+  readonly #build;
+  #seq = 0;
+  // Messages with seq <= drainUpTo are sent even below flushAt (after the timer, flush, close).
+  #drainUpTo = 0;
+  #timer: TimerHandle | undefined;
+  #pumpScheduled = false;
+  #closed = false;
+  #closing: Promise<FlushResult> | undefined;
+  // Runs once the last in-flight request of a closed client returns.
+  #afterInFlight: (() => void) | undefined;
+  #inFlightMessages = 0;
+  #stats = { delivered: 0, failed: 0, dropped: 0 };
+  #warnedAboutDrops = false;
+
+  /**
+   * @param writeKey The source's write key, or an options object that holds it.
+   * @param options Settings; see {@link AnalyticsOptions} for every one and its default.
+   * @throws AnalyticsError `invalid_option` for an unknown key or a bad value.
+   */
+  constructor(writeKey: string | AnalyticsOptions, options: AnalyticsOptions = {}) {
+    super();
+    const merged = typeof writeKey === 'string' ? { ...options, writeKey } : { ...writeKey };
+    // `host` is Segment's name for the endpoint; accepting it keeps the switch to one line.
+    const host = (merged as { host?: unknown }).host;
+    if (host !== undefined) {
+      delete (merged as { host?: unknown }).host;
+      if (merged.endpoint === undefined) merged.endpoint = host as string;
+    }
+    const o = resolveOptions(merged);
+    this.#options = o;
+    this.#clock = o.clock ?? systemClock;
+    this.#logger = o.logger ?? defaultLogger(globalThis.process?.env?.['DEBUG']);
+    this.#transport = o.transport ?? createNodeHttpTransport();
+    const maxMessageBytes = Math.min(o.maxMessageBytes, maxSingleMessageBytes(o.maxBatchBytes));
+    const clock = this.#clock;
+    this.#build = { now: () => clock.now(), newMessageId: () => crypto.randomUUID(), maxMessageBytes };
+    const headers: Record<string, string> = {
+      authorization: `Basic ${btoa(String.fromCharCode(...new TextEncoder().encode(`${o.writeKey}:`)))}`,
+      'content-type': 'application/json',
+      'user-agent': `${libraryInfo.name}/${libraryInfo.version}`,
+    };
+    if (o.gzip) headers['content-encoding'] = 'gzip';
+    this.#delivery = {
+      url: o.batchUrl,
+      headers,
+      transport: this.#transport,
+      clock: this.#clock,
+      random: o.random ?? Math.random,
+      retry: o,
+      requestTimeoutMs: o.requestTimeoutMs,
+      compress: o.gzip ? gzipBody : undefined,
+    };
+  }
+
+  /**
+   * Ties a user to their traits.
+   * @returns the messageId. @throws AnalyticsError when the message is invalid or refused.
+   */
+  identify(message: IdentifyMessage, callback?: Callback): string {
+    return this.#enqueue('identify', message, callback);
+  }
+
+  /**
+   * Records an action. `event` is required.
+   * @returns the messageId. @throws AnalyticsError when the message is invalid or refused.
+   */
+  track(message: TrackMessage, callback?: Callback): string {
+    return this.#enqueue('track', message, callback);
+  }
+
+  /**
+   * Records a page view; `properties` (or the spec's `traits`) keeps url, title, referrer, path.
+   * @returns the messageId. @throws AnalyticsError when the message is invalid or refused.
+   */
+  page(message: PageMessage, callback?: Callback): string {
+    return this.#enqueue('page', message, callback);
+  }
+
+  /**
+   * Records a mobile screen view.
+   * @returns the messageId. @throws AnalyticsError when the message is invalid or refused.
+   */
+  screen(message: ScreenMessage, callback?: Callback): string {
+    return this.#enqueue('screen', message, callback);
+  }
+
+  /**
+   * Associates a user with a group. `groupId` is required.
+   * @returns the messageId. @throws AnalyticsError when the message is invalid or refused.
+   */
+  group(message: GroupMessage, callback?: Callback): string {
+    return this.#enqueue('group', message, callback);
+  }
+
+  /**
+   * Links `previousId` to `userId`; both are required.
+   * @returns the messageId. @throws AnalyticsError when the message is invalid or refused.
+   */
+  alias(message: AliasMessage, callback?: Callback): string {
+    return this.#enqueue('alias', message, callback);
+  }
+
+  /** Counters of what happened to the messages of this client so far. */
+  get stats(): AnalyticsStats {
+    return {
+      queued: this.#queue.length,
+      inFlight: this.#inFlightMessages,
+      ...this.#stats,
+    };
+  }
+
+  /**
+   * Sends everything queued now, without waiting for `flushAt` or the timer, and resolves when
+   * each of those messages is delivered or has failed for good, or when the timeout or signal
+   * ends the wait. Never rejects; the client stays open.
+   */
+  flush(options: FlushOptions = {}): Promise<FlushResult> {
+    this.#drainUpTo = this.#seq;
+    this.#pump();
+    return this.#wait(options, false);
+  }
+
+  /**
+   * Refuses new calls, stops the timer, sends everything queued and resolves when it is all
+   * settled. With a timeout or signal, what is still unconfirmed when the bound is reached is
+   * given up: listed in the result, reported through the `drop` event and callbacks with code
+   * `unconfirmed`. Calling it again returns the same promise.
+   */
+  close(options: FlushOptions = {}): Promise<FlushResult> {
+    if (this.#closing) return this.#closing;
+    this.#closed = true;
+    this.#clearTimer();
+    this.#drainUpTo = this.#seq;
+    this.#pump();
+    const wait = this.#wait(options, true);
+    this.#closing = wait.then((result) => {
+      // Idle keep-alive sockets go now; in-flight requests were aborted if the bound ran out.
+      if (this.#inFlight.size === 0) this.#transport.close?.();
+      else this.#afterInFlight = () => this.#transport.close?.();
+      this.#logger.debug('closed', { status: result.status, delivered: result.delivered });
+      return result;
+    });
+    return this.#closing;
+  }
+
+  /** Segment's name for {@link Analytics.close}, so a switch from `@segment/analytics-node` needs no rename. */
+  closeAndFlush(options: FlushOptions = {}): Promise<FlushResult> {
+    return this.close(options);
+  }
+
+  protected override onListenerError(event: keyof AnalyticsEvents, error: unknown): void {
+    this.#logger.error(`a '${String(event)}' listener threw`, { error: String(error) });
+  }
+
+  #enqueue<T extends CallType>(type: T, message: MessageByType[T], callback: Callback | undefined): string {
+    if (this.#closed) throw new AnalyticsError('closed', `${type}() was called after close().`);
+    if (callback !== undefined && typeof callback !== 'function') {
+      throw new AnalyticsError('invalid_field', 'The callback must be a function.');
+    }
+    const built: BuiltMessage = buildMessage(type, message, this.#build);
+    this.#makeRoom(built);
+    const entry: QueueEntry = {
+      seq: ++this.#seq,
+      messageId: built.messageId,
+      json: built.json,
+      bytes: built.bytes,
+      callback,
+    };
+    this.#queue.push(entry);
+    if (this.#queue.length >= this.#options.flushAt) this.#schedulePump();
+    else if (this.#timer === undefined) this.#armTimer();
+    return entry.messageId;
+  }
+
+  #makeRoom(incoming: BuiltMessage): void {
+    const { maxQueueMessages, maxQueueBytes, overflow } = this.#options;
+    const q = this.#queue;
+    const fits = () => q.length + 1 <= maxQueueMessages && q.bytes + incoming.bytes <= maxQueueBytes;
+    if (fits()) return;
+    if (overflow === 'reject' || incoming.bytes > maxQueueBytes) {
+      this.#reportDrop('queue_full', [incoming.messageId]);
+      throw new AnalyticsError(
+        'queue_full',
+        `The queue holds ${q.length} messages (${q.bytes} bytes); the bound is ${maxQueueMessages} messages or ${maxQueueBytes} bytes.`,
+      );
+    }
+    const evicted: QueueEntry[] = [];
+    while (!fits()) {
+      const oldest = q.shift();
+      if (!oldest) break;
+      evicted.push(oldest);
+    }
+    const error = new AnalyticsError('queue_overflow');
+    for (const e of evicted) this.#settle(e, error);
+    this.#reportDrop(
+      'queue_overflow',
+      evicted.map((e) => e.messageId),
+    );
+  }
+
+  #reportDrop(code: DropEvent['code'], messageIds: string[]): void {
+    if (messageIds.length === 0) return;
+    this.#stats.dropped += messageIds.length;
+    this.#logger.warn(`dropped ${messageIds.length} message(s)`, { code, totalDropped: this.#stats.dropped });
+    if (this.listenerCount('drop') === 0 && !this.#warnedAboutDrops) {
+      // Never silent: without a listener, say it once the Node way.
+      this.#warnedAboutDrops = true;
+      globalThis.process?.emitWarning?.(
+        `@ferry/analytics dropped ${messageIds.length} message(s) (${code}); listen to the 'drop' event to handle this.`,
+        'AnalyticsDropWarning',
+      );
+    }
+    this.emit('drop', { code, messageIds, totalDropped: this.#stats.dropped });
+  }
+
+  #armTimer(): void {
+    if (this.#closed) return;
+    this.#timer = this.#clock.setTimeout(() => {
+      this.#timer = undefined;
+      this.#drainUpTo = this.#seq;
+      this.#pump();
+    }, this.#options.flushAfterMs);
+  }
+
+  #clearTimer(): void {
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  // Deferred to a microtask so a burst of synchronous calls lands in one large batch instead
+  // of one request per flushAt messages.
+  #schedulePump(): void {
+    if (this.#pumpScheduled) return;
+    this.#pumpScheduled = true;
+    queueMicrotask(() => {
+      this.#pumpScheduled = false;
+      this.#pump();
+    });
+  }
+
+  #pump(): void {
+    const o = this.#options;
+    while (this.#inFlight.size < o.maxInFlight) {
+      const head = this.#queue.peek();
+      if (!head) break;
+      if (head.seq > this.#drainUpTo && this.#queue.length < o.flushAt) break;
+      const batch = takeBatch(this.#queue, o);
+      if (!batch) break;
+      void this.#send({ ...batch, firstSeq: head.seq });
+    }
+    if (this.#queue.length === 0) this.#clearTimer();
+    else if (this.#timer === undefined) this.#armTimer();
+  }
+
+  async #send(batch: InFlightBatch): Promise<void> {
+    this.#inFlight.add(batch);
+    this.#inFlightMessages += batch.entries.length;
+    this.#logger.debug('sending batch', { messages: batch.entries.length, bytes: batch.bodyBytes });
+    let outcome: DeliveryOutcome;
+    try {
+      outcome = await deliverBatch(this.#delivery, batch, this.#stop.signal, (notice) => {
+        this.#logger.warn('retrying batch', { ...notice, messages: batch.entries.length });
+        this.emit('retry', { messageIds: batch.entries.map((e) => e.messageId), ...notice });
+      });
+    } catch (cause) {
+      // deliverBatch returns values; reaching this is a bug (or a throwing transport close()).
+      outcome = { kind: 'failed', attempts: 0, error: new AnalyticsError('retries_exhausted', String(cause), { cause }) };
+    }
+    this.#inFlight.delete(batch);
+    this.#inFlightMessages -= batch.entries.length;
+    this.#settleBatch(batch, outcome);
+    if (this.#inFlight.size === 0 && this.#afterInFlight) {
+      this.#afterInFlight();
+      this.#afterInFlight = undefined;
+    }
+    this.#pump();
+  }
+
+  #settleBatch(batch: InFlightBatch, outcome: DeliveryOutcome): void {
+    const ids = () => batch.entries.map((e) => e.messageId);
+    if (outcome.kind === 'delivered') {
+      const refused = new Map(outcome.rejected.map((r) => [r.index, r]));
+      const refusedIds: string[] = [];
+      for (let i = 0; i < batch.entries.length; i++) {
+        const entry = batch.entries[i]!;
+        const r = refused.get(i);
+        if (r === undefined) {
+          this.#settle(entry, undefined);
+        } else {
+          refusedIds.push(entry.messageId);
+          this.#settle(entry, new AnalyticsError('message_rejected', `The server refused the message: ${r.code}: ${r.message}`));
+        }
+      }
+      this.#logger.debug('batch delivered', { messages: batch.entries.length, attempts: outcome.attempts });
+      this.emit('flush', { messageIds: ids(), bytes: batch.bodyBytes, attempts: outcome.attempts, status: outcome.status });
+      if (refusedIds.length > 0) {
+        const error = new AnalyticsError('message_rejected', `The server refused ${refusedIds.length} message(s) of the batch.`);
+        this.#logger.error(error.message, { messageIds: refusedIds });
+        this.emit('error', { error, messageIds: refusedIds });
+      }
+    } else if (outcome.kind === 'failed') {
+      for (const entry of batch.entries) this.#settle(entry, outcome.error);
+      this.#logger.error(outcome.error.message, { code: outcome.error.code, messages: batch.entries.length });
+      this.emit('error', { error: outcome.error, messageIds: ids() });
+    } else {
+      const error = new AnalyticsError('unconfirmed');
+      for (const entry of batch.entries) this.#settle(entry, error);
+      this.#reportDrop('unconfirmed', ids());
+    }
+  }
+
+  #settle(entry: QueueEntry, error: AnalyticsError | undefined): void {
+    if (error === undefined) this.#stats.delivered++;
+    else if (error.code === 'rejected_by_server' || error.code === 'retries_exhausted' || error.code === 'message_rejected') {
+      this.#stats.failed++;
+    }
+    for (const w of this.#waiters) {
+      if (entry.seq > w.upTo) continue;
+      if (error === undefined) w.delivered++;
+      else w.failed.push({ messageId: entry.messageId, code: error.code });
+      if (--w.remaining === 0) w.finish('complete');
+    }
+    if (entry.callback) {
+      try {
+        entry.callback(error, entry.messageId);
+      } catch (cause) {
+        this.#logger.error('a call callback threw', { error: String(cause) });
+      }
+    }
+  }
+
+  #unsettledUpTo(upTo: number): QueueEntry[] {
+    const out: QueueEntry[] = [];
+    for (const b of this.#inFlight) for (const e of b.entries) if (e.seq <= upTo) out.push(e);
+    for (const e of this.#queue.entries()) if (e.seq <= upTo) out.push(e);
+    return out;
+  }
+
+  #wait(options: FlushOptions, giveUp: boolean): Promise<FlushResult> {
+    const timeoutMs = options.timeoutMs ?? options.timeout;
+    if (timeoutMs !== undefined && (!Number.isFinite(timeoutMs) || timeoutMs < 0)) {
+      throw new AnalyticsError('invalid_option', '`timeoutMs` must be a number >= 0.');
+    }
+    return new Promise<FlushResult>((resolve) => {
+      let timer: TimerHandle | undefined;
+      let done = false;
+      const onAbort = () => waiter.finish('aborted');
+      const waiter: Waiter = {
+        upTo: this.#seq,
+        remaining: this.#queue.length + this.#inFlightMessages,
+        delivered: 0,
+        failed: [],
+        finish: (status) => {
+          if (done) return;
+          done = true;
+          this.#waiters.delete(waiter);
+          if (timer !== undefined) this.#clock.clearTimeout(timer);
+          options.signal?.removeEventListener('abort', onAbort);
+          const unconfirmed = status === 'complete' ? [] : this.#unsettledUpTo(waiter.upTo).map((e) => e.messageId);
+          if (status !== 'complete' && giveUp) this.#giveUp();
+          resolve({ status, delivered: waiter.delivered, failed: waiter.failed, unconfirmed });
+        },
+      };
+      if (waiter.remaining === 0) return waiter.finish('complete');
+      if (options.signal?.aborted) return waiter.finish('aborted');
+      this.#waiters.add(waiter);
+      options.signal?.addEventListener('abort', onAbort, { once: true });
+      if (timeoutMs !== undefined) timer = this.#clock.setTimeout(() => waiter.finish('timeout'), timeoutMs);
+    });
+  }
+
+  // close() ran out of time: nothing more will be attempted. Queued messages are settled here;
+  // in-flight ones settle as `unconfirmed` once their aborted requests return.
+  #giveUp(): void {
+    this.#stop.abort();
+    const abandoned: QueueEntry[] = [];
+    for (let e = this.#queue.shift(); e; e = this.#queue.shift()) abandoned.push(e);
+    const error = new AnalyticsError('unconfirmed');
+    for (const e of abandoned) this.#settle(e, error);
+    this.#reportDrop(
+      'unconfirmed',
+      abandoned.map((e) => e.messageId),
+    );
+  }
+}

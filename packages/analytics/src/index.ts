@@ -1,0 +1,40 @@
+/**
+ * `@ferry/analytics`: server-side analytics for Node. Calls are validated and queued
+ * synchronously and sent in background batches to a Ferry server or any Segment-compatible
+ * tracking API (`POST {endpoint}/v1/batch`, Basic auth with the write key).
+ *
+ * Every public name of the package is exported here and nowhere else.
+ */
+export {
+  Analytics,
+  type AnalyticsEvents,
+  type AnalyticsStats,
+  type DropEvent,
+  type ErrorEvent,
+  type FlushEvent,
+  type RetryEvent,
+} from './analytics.js';
+export { type Clock, systemClock, type TimerHandle } from './clock.js';
+export { AnalyticsError, type ErrorCode, errorCodes } from './errors.js';
+export type { FailedMessage, FlushOptions, FlushResult } from './flush-result.js';
+export { libraryInfo } from './library-info.js';
+export type { Logger } from './logger.js';
+export type {
+  AliasMessage,
+  CallType,
+  CommonFields,
+  GroupMessage,
+  Identity,
+  IdentifyMessage,
+  Integrations,
+  JsonObject,
+  PageMessage,
+  PageProperties,
+  ScreenMessage,
+  TrackMessage,
+} from './messages.js';
+export { type AnalyticsOptions, defaults, type OverflowPolicy } from './options.js';
+export type { Callback } from './queue.js';
+export { classifyStatus, parseRetryAfter, retryDelayMs, type RetrySettings } from './retry-policy.js';
+export { createNodeHttpTransport, type NodeHttpTransportOptions } from './transport/node-http.js';
+export type { Transport, TransportRequest, TransportResponse } from './transport/transport.js';

@@ -1,0 +1,153 @@
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import pino, { type Logger } from 'pino';
+import { adminRoutes, hashToken } from './admin/routes.js';
+import type { FerryConfig } from './config/model.js';
+import { createHttpSender } from './destinations/webhooks/http-sender.js';
+import type { WebhookSender } from './destinations/webhooks/sender.js';
+import { DeliveryWorker } from './delivery/worker.js';
+import { FerryError } from './errors/error-codes.js';
+import { ingestRoutes } from './ingest/routes.js';
+import { RegulationRunner } from './regulations/regulation-runner.js';
+import { Catalog } from './routing/catalog.js';
+import { SqliteStore } from './store/sqlite/sqlite-store.js';
+import type { Store } from './store/store.js';
+import { systemClock, type Clock } from './util/clock.js';
+import { ferryVersion } from './util/version.js';
+
+/** Everything a Ferry server is built from. Only `config` is required. */
+export interface FerryOptions {
+  config: FerryConfig;
+  /** Where the SQLite file lives when no `store` is given. Default `./.ferry`. */
+  dataDir?: string;
+  /** A ready store (e.g. PostgreSQL); otherwise SQLite in `dataDir`. */
+  store?: Store;
+  /** The admin API's Bearer token. When absent, one is generated, and `generatedAdminToken` holds it. */
+  adminToken?: string;
+  clock?: Clock;
+  random?: () => number;
+  sender?: WebhookSender;
+  logger?: Logger;
+  /** Extra CA certificates trusted for HTTPS webhooks (besides the system's and NODE_EXTRA_CA_CERTS). */
+  ca?: string | Buffer | Array<string | Buffer>;
+  /** Start the delivery loop with `start()`. Tests that drive the worker by hand turn it off. Default true. */
+  deliver?: boolean;
+}
+
+/** A running (or ready to run) Ferry server. */
+export interface Ferry {
+  readonly app: FastifyInstance;
+  readonly store: Store;
+  readonly catalog: Catalog;
+  readonly worker: DeliveryWorker;
+  readonly regulations: RegulationRunner;
+  readonly logger: Logger;
+  /** Set when no token was given and a new one was made; shown once to the operator. */
+  readonly generatedAdminToken: string | undefined;
+  /** Listens on the port (0: any free one) and starts delivering; resolves with the base URL. */
+  start(port: number, host?: string): Promise<string>;
+  /** Stops accepting, lets in-flight requests and deliveries finish, returns held jobs, closes the store. */
+  stop(): Promise<void>;
+}
+
+const adminTokenSetting = 'admin_token_sha256';
+
+/** Builds a Ferry server: store, catalog, ingestion and admin HTTP API, delivery worker. */
+export async function createFerry(options: FerryOptions): Promise<Ferry> {
+  const clock = options.clock ?? systemClock;
+  const logger =
+    options.logger ??
+    pino({
+      level: process.env['FERRY_LOG_LEVEL'] ?? 'info',
+      redact: { paths: ['req.headers.authorization', '*.writeKey', '*.sharedSecret', 'headers.authorization'], censor: '[redacted]' },
+    });
+  const { config } = options;
+  const store = options.store ?? new SqliteStore({ path: join(options.dataDir ?? './.ferry', 'ferry.db') });
+  const catalog = new Catalog(store, clock);
+  await catalog.init({ sources: config.sources, destinations: config.destinations });
+
+  let generatedAdminToken: string | undefined;
+  let adminTokenHash: Buffer;
+  if (options.adminToken) {
+    adminTokenHash = hashToken(options.adminToken);
+  } else {
+    const stored = await store.getSetting(adminTokenSetting);
+    if (stored) {
+      adminTokenHash = Buffer.from(stored, 'hex');
+    } else {
+      generatedAdminToken = `fat_${randomBytes(24).toString('base64url')}`;
+      adminTokenHash = hashToken(generatedAdminToken);
+      await store.setSetting(adminTokenSetting, adminTokenHash.toString('hex'));
+    }
+  }
+
+  const sender =
+    options.sender ??
+    createHttpSender({
+      allowPrivateNetworks: config.network.allowPrivateNetworks,
+      allowedNetworks: config.network.allowedNetworks,
+      ca: options.ca,
+      connectionsPerOrigin: config.delivery.perDestinationConcurrency,
+      clock,
+    });
+  const worker = new DeliveryWorker({ store, catalog, sender, settings: config.delivery, clock, logger, random: options.random });
+  const wake = () => worker.wake();
+  const regulations = new RegulationRunner({ store, catalog, clock, logger, onQueued: wake });
+
+  const app = Fastify({
+    logger: false,
+    // Slow or idle clients must not hold sockets forever (slowloris); real clients finish far sooner.
+    requestTimeout: 30_000,
+    connectionTimeout: 60_000,
+    keepAliveTimeout: 65_000,
+    bodyLimit: 1024 * 1024,
+    return503OnClosing: true,
+  });
+  app.setErrorHandler((error: FastifyError | FerryError, request, reply) => {
+    if (error instanceof FerryError) return reply.code(error.status).send(error.toBody());
+    const status = error.statusCode ?? 500;
+    if (status >= 500) {
+      logger.error({ err: error, url: request.url }, 'request failed');
+      return reply.code(500).send(new FerryError('internal_error').toBody());
+    }
+    const code =
+      status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_content_type' : status === 408 ? 'request_timeout' : error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error instanceof SyntaxError ? 'invalid_json' : 'bad_request';
+    return reply.code(status).send(new FerryError(code, error.message).toBody());
+  });
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send(new FerryError('not_found', `no route ${request.method} ${request.url.split('?')[0]}`).toBody()),
+  );
+  app.get('/health', async () => ({ status: 'ok', version: ferryVersion, store: store.kind }));
+  await app.register(async (scope) => ingestRoutes(scope, { store, catalog, clock, logger, onCommitted: wake }));
+  await app.register(async (scope) => adminRoutes(scope, { store, catalog, clock, regulations, adminTokenHash, onQueued: wake }), {
+    prefix: '/admin/v1',
+  });
+
+  let stopping: Promise<void> | undefined;
+  return {
+    app,
+    store,
+    catalog,
+    worker,
+    regulations,
+    logger,
+    generatedAdminToken,
+    async start(port, host = '127.0.0.1') {
+      const address = await app.listen({ port, host });
+      await regulations.resumePending();
+      if (options.deliver !== false) worker.start();
+      return address.replace('[::1]', 'localhost');
+    },
+    stop() {
+      stopping ??= (async () => {
+        await app.close();
+        await worker.stop();
+        await regulations.idle();
+        await sender.close();
+        await store.close();
+      })();
+      return stopping;
+    },
+  };
+}

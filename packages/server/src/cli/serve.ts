@@ -1,0 +1,80 @@
+import { resolve } from 'node:path';
+import { defaultProcessSettings } from '../config/defaults.js';
+import { applyEnvironment, loadConfigFile } from '../config/load.js';
+import type { FerryConfig } from '../config/model.js';
+import { createFerry, type Ferry } from '../app.js';
+
+/** Options of `ferry serve`, after the command line and the environment are merged. */
+export interface ServeOptions {
+  config?: string;
+  port?: string;
+  data?: string;
+  host?: string;
+}
+
+/** The process settings in force: flags win over the environment, which wins over defaults. */
+export function resolveServeSettings(flags: ServeOptions, env: NodeJS.ProcessEnv) {
+  const port = Number(flags.port ?? env['PORT'] ?? defaultProcessSettings.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`port must be an integer from 0 to 65535 (got ${flags.port ?? env['PORT']})`);
+  return {
+    configPath: resolve(flags.config ?? env['FERRY_CONFIG'] ?? defaultProcessSettings.configFile),
+    port,
+    host: flags.host ?? env['HOST'] ?? '0.0.0.0',
+    dataDir: resolve(flags.data ?? env['FERRY_DATA_DIR'] ?? defaultProcessSettings.dataDir),
+    databaseUrl: env['DATABASE_URL'],
+    adminToken: env['FERRY_ADMIN_TOKEN'] || undefined,
+  };
+}
+
+/** Loads the config and starts a server the way `ferry serve` does; used by `dev` too. */
+export async function startFromSettings(
+  settings: ReturnType<typeof resolveServeSettings>,
+  env: NodeJS.ProcessEnv,
+  override?: (config: FerryConfig) => FerryConfig,
+): Promise<{ ferry: Ferry; url: string; config: FerryConfig }> {
+  if (settings.databaseUrl && /^postgres(ql)?:\/\//.test(settings.databaseUrl))
+    throw new Error('DATABASE_URL names PostgreSQL, but this build of Ferry has only the embedded SQLite store; unset DATABASE_URL to use it');
+  let config = applyEnvironment(loadConfigFile(settings.configPath, env), env);
+  if (override) config = override(config);
+  const ferry = await createFerry({ config, dataDir: settings.dataDir, adminToken: settings.adminToken });
+  const url = await ferry.start(settings.port, settings.host);
+  return { ferry, url, config };
+}
+
+/** Stops the server cleanly on SIGTERM/SIGINT: stop accepting, finish or hand back in-flight work. */
+export function stopOnSignals(ferry: Ferry, print: (line: string) => void): void {
+  let signalled = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (signalled) process.exit(130);
+    signalled = true;
+    print(`\n${signal}: stopping (finishing in-flight work)…`);
+    ferry.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        ferry.logger.error({ err }, 'unclean stop');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}
+
+/** A local base URL a person can paste, even when the server listens on every interface. */
+export function displayUrl(url: string): string {
+  return url.replace('://0.0.0.0', '://127.0.0.1').replace('://[::]', '://127.0.0.1');
+}
+
+/** `ferry serve`. */
+export async function serveCommand(flags: ServeOptions): Promise<void> {
+  const settings = resolveServeSettings(flags, process.env);
+  const { ferry, url, config } = await startFromSettings(settings, process.env);
+  const base = displayUrl(url);
+  const print = (line: string) => process.stdout.write(line + '\n');
+  print(`Ferry listening on ${base} (store: ${ferry.store.kind}, data: ${settings.dataDir})`);
+  print(`  ingestion: POST ${base}/v1/batch  (Basic auth: a source's write key as user name)`);
+  print(`  sources: ${config.sources.map((s) => s.id).join(', ') || 'none'}; destinations: ${config.destinations.map((d) => d.id).join(', ') || 'none'}`);
+  if (ferry.generatedAdminToken)
+    print(`  admin token (shown once; set FERRY_ADMIN_TOKEN to choose your own): ${ferry.generatedAdminToken}`);
+  stopOnSignals(ferry, print);
+}

@@ -1,0 +1,78 @@
+/**
+ * Every default of the configuration, defined once and typed by the model. The schema
+ * merges a file's partial `delivery`, `network` and `audiences` sections over these; the
+ * rest of the server reads the merged values and never hard-codes its own.
+ *
+ * The objects are frozen so that no caller can change a default for everyone by mutating
+ * what it was handed; the schema always returns fresh copies.
+ */
+import type { AudienceSettings, DeliverySettings, NetworkSettings, RetrySettings } from './model.js';
+
+/** Retry schedule of webhook delivery when the file says nothing. */
+export const defaultRetrySettings: RetrySettings = Object.freeze({
+  // Long enough for a restarting receiver to come back, short enough that a blip is invisible.
+  initialDelayMs: 2_000,
+  // Doubling reaches the cap in about 8 steps: a few quick retries, then patient ones.
+  multiplier: 2,
+  // 5 minutes: an endpoint that is down for hours is still tried about every 5 minutes,
+  // so it recovers within minutes of coming back rather than after a huge backoff step.
+  maxDelayMs: 300_000,
+  // ±20 % spreads the retries of a burst that failed together, so they do not return together.
+  jitter: 0.2,
+  // 4 hours after the first attempt: the spec's maximum retry duration for 5xx answers.
+  windowMs: 14_400_000,
+  // 1 hour: a receiver may slow us down with Retry-After, but not park an event for a day.
+  maxRetryAfterMs: 3_600_000,
+});
+
+/** Delivery worker tuning when the file says nothing. */
+export const defaultDeliverySettings: DeliverySettings = Object.freeze({
+  // The spec: "The endpoint must respond within 5 seconds".
+  timeoutMs: 5_000,
+  retry: defaultRetrySettings,
+  // Attempts are I/O-bound; 64 in flight keeps a single node busy without exhausting sockets.
+  concurrency: 64,
+  // A quarter of the slots: one slow or dead endpoint cannot starve every other destination.
+  perDestinationConcurrency: 16,
+  // One round trip claims enough work for more than the whole concurrency budget.
+  claimBatchSize: 100,
+  // 60 s: far longer than one attempt (timeoutMs), so a live worker never loses its job,
+  // while a dead node's jobs come back within a minute.
+  leaseMs: 60_000,
+  // 250 ms: a new event waits at most a quarter second while the worker is idle, at the
+  // cost of four cheap queries per second.
+  pollIntervalMs: 250,
+});
+
+/** Outbound network policy when neither the file nor the environment says otherwise. */
+export const defaultNetworkSettings: NetworkSettings = Object.freeze({
+  // Off: a webhook URL is user input, and reaching loopback or the private network from
+  // the server (SSRF) must be an explicit choice (`FERRY_ALLOW_PRIVATE_NETWORKS=1`).
+  allowPrivateNetworks: false,
+  // Empty: no private range is trusted until the operator names it.
+  allowedNetworks: Object.freeze([]) as unknown as string[],
+});
+
+/** Audience sync loop tuning when the file says nothing. */
+export const defaultAudienceSettings: AudienceSettings = Object.freeze({
+  // 1 minute: membership changes reach destinations quickly without recomputing constantly.
+  syncIntervalMs: 60_000,
+});
+
+/** Defaults of a destination's own keys. */
+export const defaultDestinationEnabled = true;
+
+/**
+ * Defaults of the process itself (command line and environment), listed here so that the
+ * CLI and the docs share one source. See `docs/configuration.md`.
+ */
+export const defaultProcessSettings = Object.freeze({
+  /** Read when neither `--config` nor `FERRY_CONFIG` is given. */
+  configFile: 'ferry.config.yaml',
+  /** `PORT`. */
+  port: 8080,
+  /** `FERRY_DATA_DIR`: the SQLite database lives here. */
+  dataDir: './.ferry',
+  /** `FERRY_LOG_LEVEL`: a pino level. */
+  logLevel: 'info',
+});

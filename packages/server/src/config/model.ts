@@ -1,0 +1,97 @@
+/**
+ * The configuration model: what the config file holds after validation and `${VAR}`
+ * expansion, and what the admin API edits at run time. Defaults live in `defaults.ts`.
+ */
+
+/** A source: a write key that clients send calls with. */
+export interface SourceConfig {
+  /** `[a-z0-9_-]+`, unique. */
+  id: string;
+  name: string;
+  /** Secret: never logged, never returned by the admin API. */
+  writeKey: string;
+}
+
+/** One endpoint of a Webhooks destination. */
+export interface WebhookEntry {
+  /** A full http:// or https:// URL. */
+  url: string;
+  /** At most 5 static headers; names cannot override Content-Type, Content-Length, Host, User-Agent or X-Signature. */
+  headers: Record<string, string>;
+}
+
+/** Settings of a destination of type `Webhooks`, after the single `webhookUrl` form has been folded into `webhooks`. */
+export interface WebhooksSettings {
+  /** 1 to 5 entries. */
+  webhooks: WebhookEntry[];
+  /** When set, every request carries X-Signature. Secret: never logged, never returned by the admin API. */
+  sharedSecret?: string;
+}
+
+/** A destination connected to one or more sources. */
+export interface DestinationConfig {
+  /** `[a-z0-9_-]+`, unique. */
+  id: string;
+  /** The name used in a call's `integrations` map (case-sensitive). Only `Webhooks` exists today. */
+  type: 'Webhooks';
+  name: string;
+  enabled: boolean;
+  /** Ids of connected sources; each must exist. */
+  sources: string[];
+  settings: WebhooksSettings;
+}
+
+/** Retry schedule of webhook delivery: exponential backoff with jitter inside a window. */
+export interface RetrySettings {
+  /** Delay before the first retry. */
+  initialDelayMs: number;
+  /** Each further delay is the previous one times this. */
+  multiplier: number;
+  /** No delay is longer than this. */
+  maxDelayMs: number;
+  /** Each delay is spread uniformly by ± this fraction (0.2 = ±20 %). */
+  jitter: number;
+  /** Retries stop this long after the first attempt; the event is then dead-lettered. */
+  windowMs: number;
+  /** A 429's Retry-After is honoured up to this delay. */
+  maxRetryAfterMs: number;
+}
+
+/** Tuning of the delivery worker. */
+export interface DeliverySettings {
+  /** Each request must be answered within this time (the spec's 5 seconds). */
+  timeoutMs: number;
+  retry: RetrySettings;
+  /** Attempts in flight at once, over all destinations. */
+  concurrency: number;
+  /** Attempts in flight at once for one destination, so a slow endpoint cannot take every slot. */
+  perDestinationConcurrency: number;
+  /** Jobs claimed by one store round trip. */
+  claimBatchSize: number;
+  /** A claimed job returns to the queue if its worker has not finished it within this time. */
+  leaseMs: number;
+  /** How often the worker looks for due jobs when it has nothing to do. */
+  pollIntervalMs: number;
+}
+
+/** Outbound network policy of the webhook sender. */
+export interface NetworkSettings {
+  /** Let webhooks reach loopback, private and link-local addresses (`FERRY_ALLOW_PRIVATE_NETWORKS=1`). */
+  allowPrivateNetworks: boolean;
+  /** CIDR ranges reachable even while private networks are refused, e.g. `10.1.2.0/24`. */
+  allowedNetworks: string[];
+}
+
+/** Tuning of the audience sync loop. */
+export interface AudienceSettings {
+  syncIntervalMs: number;
+}
+
+/** The whole validated configuration file. */
+export interface FerryConfig {
+  sources: SourceConfig[];
+  destinations: DestinationConfig[];
+  delivery: DeliverySettings;
+  network: NetworkSettings;
+  audiences: AudienceSettings;
+}

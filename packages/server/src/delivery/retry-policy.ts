@@ -1,0 +1,86 @@
+import type { RetrySettings } from '../config/model.js';
+import type { SendResult } from '../destinations/webhooks/sender.js';
+import type { AttemptOutcome } from '../store/store.js';
+
+/**
+ * Which failed responses are worth another attempt. A timeout, a connection or DNS failure
+ * and these statuses are temporary; any other non-2xx (other 4xx, a 3xx since redirects are
+ * not followed) and a refused certificate will fail the same way again, so they dead-letter
+ * at once (docs/delivery.md explains why).
+ */
+export const retryableStatuses: ReadonlySet<number> = new Set([408, 429, 500, 502, 503, 504, 507, 508, 509, 521, 522, 523, 524, 598, 599]);
+
+/** Error classes that are retried; `tls`, `ssrf`, `invalid_url` and `http` (by status) are decided elsewhere. */
+const retryableClasses = new Set(['timeout', 'connect', 'dns', 'protocol']);
+
+/** Whether one URL's result is a temporary failure. */
+export function isRetryable(result: SendResult): boolean {
+  if (result.statusCode !== undefined) {
+    if (result.statusCode >= 200 && result.statusCode < 300) return false;
+    return retryableStatuses.has(result.statusCode) || result.statusCode >= 500;
+  }
+  return result.errorClass !== undefined && retryableClasses.has(result.errorClass);
+}
+
+/** Whether one URL's result is a success. */
+export function isSuccess(result: SendResult): boolean {
+  return result.statusCode !== undefined && result.statusCode >= 200 && result.statusCode < 300;
+}
+
+/**
+ * Delay before retry number `retry` (1 for the first retry), before jitter:
+ * initialDelayMs × multiplier^(retry−1), capped at maxDelayMs.
+ */
+export function baseDelayMs(settings: RetrySettings, retry: number): number {
+  const raw = settings.initialDelayMs * Math.pow(settings.multiplier, Math.max(0, retry - 1));
+  return Math.min(settings.maxDelayMs, raw);
+}
+
+/** Spreads a delay uniformly by ±jitter; `random` returns [0, 1). */
+export function withJitter(delayMs: number, jitter: number, random: () => number): number {
+  return Math.max(0, Math.round(delayMs * (1 - jitter + 2 * jitter * random())));
+}
+
+/** One line describing a result, for `last_error` and logs. */
+export function describeResult(result: SendResult): string {
+  const what =
+    result.statusCode !== undefined
+      ? `HTTP ${result.statusCode}`
+      : `${result.errorClass ?? 'error'}${result.errorMessage ? `: ${result.errorMessage}` : ''}`;
+  return `${result.url} -> ${what}`;
+}
+
+/** Inputs of {@link decideOutcome}. */
+export interface DecisionInput {
+  results: SendResult[];
+  /** How many attempts had been made before this one. */
+  previousAttempts: number;
+  /** Start of the retry window (the first attempt's start). */
+  firstAttemptAtMs: number;
+  nowMs: number;
+  settings: RetrySettings;
+  random: () => number;
+}
+
+/**
+ * What happens after one attempt to every URL of a destination: any 2xx ends the event;
+ * otherwise a temporary failure on any URL schedules a retry (never past the window's end,
+ * with a last attempt at the end itself), and only permanent failures dead-letter at once.
+ */
+export function decideOutcome(input: DecisionInput): AttemptOutcome {
+  const { results, settings } = input;
+  if (results.some(isSuccess)) return { status: 'succeeded' };
+  const lastError = results.map(describeResult).join('; ');
+  const retryable = results.filter(isRetryable);
+  if (retryable.length === 0) return { status: 'dead', reason: 'non_retryable_response', lastError };
+
+  const windowEndsAtMs = input.firstAttemptAtMs + settings.windowMs;
+  if (input.nowMs >= windowEndsAtMs) return { status: 'dead', reason: 'retry_window_exhausted', lastError };
+
+  let delayMs = withJitter(baseDelayMs(settings, input.previousAttempts + 1), settings.jitter, input.random);
+  // A receiver that asks for time (429/503 Retry-After) gets it, up to a cap, never less than our own backoff.
+  const hints = retryable.map((r) => r.retryAfterMs).filter((v): v is number => v !== undefined);
+  if (hints.length > 0) delayMs = Math.max(delayMs, Math.min(Math.max(...hints), settings.maxRetryAfterMs));
+  const nextAttemptAtMs = Math.min(input.nowMs + delayMs, windowEndsAtMs);
+  return { status: 'pending', nextAttemptAtMs, lastError };
+}

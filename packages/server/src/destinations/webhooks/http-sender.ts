@@ -1,0 +1,314 @@
+/**
+ * The production WebhookSender: undici keep-alive pools behind the SSRF guard. One POST per
+ * call, no redirects, verified TLS, a hard time limit up to the response head, and a small,
+ * bounded read of the response body for the attempt log.
+ */
+import { isIP } from 'node:net';
+import type { Readable } from 'node:stream';
+import { rootCertificates } from 'node:tls';
+import { Agent, type Dispatcher } from 'undici';
+import { systemClock, type Clock } from '../../util/clock.js';
+import type { ErrorClass, SendRequest, SendResult, WebhookSender } from './sender.js';
+import { createGuardedLookup, refusalReason, SSRF_REFUSED, type NetworkPolicy } from './ssrf-guard.js';
+
+/** Options of {@link createHttpSender}. */
+export interface HttpSenderOptions extends NetworkPolicy {
+  /**
+   * Extra trusted root certificates (PEM), e.g. a company CA, trusted in addition to Node's
+   * bundled roots. There is no option to skip verification.
+   */
+  ca?: string | Buffer | Array<string | Buffer>;
+  /** Open connections kept per origin (scheme, host, port). Default {@link DEFAULT_CONNECTIONS_PER_ORIGIN}. */
+  connectionsPerOrigin?: number;
+  /** Source of `startedAtMs`, `latencyMs` and the reference time for `Retry-After` dates. */
+  clock?: Clock;
+}
+
+/** Default bound on concurrent connections to one receiver, so one slow receiver cannot take every socket. */
+export const DEFAULT_CONNECTIONS_PER_ORIGIN = 8;
+/** How much of a response body is kept for the attempt log. */
+export const RESPONSE_BODY_LIMIT_BYTES = 1024;
+/** After the head, how long the body may take to deliver its first KB (capped by the request's timeoutMs). */
+const RESPONSE_BODY_WAIT_MS = 1000;
+/** Discarding at most this much of the rest keeps the connection reusable; beyond it, the socket is dropped. */
+const RESPONSE_DRAIN_LIMIT_BYTES = 64 * 1024;
+/** Idle keep-alive sockets are closed after this long, below typical server-side idle timeouts (5 s for Node). */
+const KEEP_ALIVE_TIMEOUT_MS = 4000;
+
+// Headers the transport owns: framing and connection management are computed by undici, and
+// Host always comes from the URL so a static header cannot route the request elsewhere.
+const TRANSPORT_HEADERS = new Set([
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'upgrade',
+  'te',
+  'trailer',
+  'expect',
+]);
+
+const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NODATA', 'EAI_NONAME']);
+const CONNECT_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'EADDRNOTAVAIL',
+  'EPIPE',
+  'UND_ERR_SOCKET',
+]);
+const TIMEOUT_CODES = new Set(['ETIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+// OpenSSL verification codes (DEPTH_ZERO_SELF_SIGNED_CERT, CERT_HAS_EXPIRED, ...) and Node's TLS/SSL codes.
+const TLS_CODE = /^(ERR_TLS_|ERR_SSL_|ERR_OSSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_SELF_SIGNED_CERT$|SELF_SIGNED_CERT_IN_CHAIN$|HOSTNAME_MISMATCH$|INVALID_CA$|PATH_LENGTH_EXCEEDED$|INVALID_PURPOSE$)/;
+
+/**
+ * Creates the HTTP transport of the Webhooks destination.
+ *
+ * Every connection's host name goes through the SSRF guard's DNS lookup, so the address
+ * dialled is the one vetted; IP-literal URLs (for which Node skips the lookup) are vetted
+ * before connecting. Redirects are never followed: a 3xx is a failure of class `http`.
+ * `send()` never throws. Throws only for misuse: a malformed `allowedNetworks` entry or a
+ * non-positive `connectionsPerOrigin`.
+ *
+ * @example
+ * ```ts
+ * const sender = createHttpSender({ allowPrivateNetworks: false, allowedNetworks: [] });
+ * const result = await sender.send({
+ *   url: 'https://hooks.example.com/ferry',
+ *   headers: { 'content-type': 'application/json', 'user-agent': 'Ferry/0.1.0' },
+ *   body: Buffer.from('{"version":1,"type":"track"}'),
+ *   timeoutMs: 5000,
+ * });
+ * if (result.errorClass) console.warn(result.errorClass, result.statusCode, result.errorMessage);
+ * await sender.close();
+ * ```
+ */
+export function createHttpSender(options: HttpSenderOptions): WebhookSender {
+  const clock = options.clock ?? systemClock;
+  const policy: NetworkPolicy = {
+    allowPrivateNetworks: options.allowPrivateNetworks,
+    allowedNetworks: [...options.allowedNetworks],
+  };
+  const connections = options.connectionsPerOrigin ?? DEFAULT_CONNECTIONS_PER_ORIGIN;
+  if (!Number.isSafeInteger(connections) || connections < 1) {
+    throw new RangeError(`connectionsPerOrigin must be a positive integer, got ${String(options.connectionsPerOrigin)}`);
+  }
+
+  const agent = new Agent({
+    connections,
+    pipelining: 1,
+    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    connect: {
+      lookup: createGuardedLookup(policy),
+      rejectUnauthorized: true,
+      // tls.connect({ ca }) replaces the bundled roots; keep them so public receivers still verify.
+      ...(options.ca === undefined ? {} : { ca: [...rootCertificates, ...[options.ca].flat()] }),
+    },
+  });
+  let closed = false;
+
+  async function send(request: SendRequest): Promise<SendResult> {
+    const startedAtMs = clock.now();
+    const fail = (errorClass: ErrorClass, errorMessage: string): SendResult => ({
+      url: request.url,
+      startedAtMs,
+      latencyMs: clock.now() - startedAtMs,
+      errorClass,
+      errorMessage,
+    });
+
+    if (closed) return fail('protocol', 'the sender is closed');
+    const target = parseTarget(request.url);
+    if (typeof target === 'string') return fail('invalid_url', target);
+    if (isIP(target.address)) {
+      const reason = refusalReason(target.address, policy);
+      if (reason !== undefined) return fail('ssrf', `refused to connect to ${target.address}: ${reason}`);
+    }
+
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, request.timeoutMs);
+
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await agent.request({
+        origin: target.url.origin,
+        path: `${target.url.pathname}${target.url.search}`,
+        method: 'POST',
+        headers: transportHeaders(request.headers),
+        body: request.body,
+        signal: controller.signal,
+        headersTimeout: request.timeoutMs,
+      });
+    } catch (error) {
+      if (timedOut) return fail('timeout', `no response head within ${request.timeoutMs} ms`);
+      return fail(classify(error), describe(error));
+    } finally {
+      clearTimeout(timer);
+    }
+
+    const latencyMs = clock.now() - startedAtMs;
+    const { statusCode, headers } = response;
+    const head = await readResponseHead(response.body, Math.min(RESPONSE_BODY_WAIT_MS, request.timeoutMs));
+    const result: SendResult = { url: request.url, startedAtMs, latencyMs, statusCode };
+    if (head.length > 0) result.responseBody = head;
+    const retryAfterMs = parseRetryAfter(firstValue(headers['retry-after']), clock.now());
+    if (retryAfterMs !== undefined) result.retryAfterMs = retryAfterMs;
+    if (statusCode < 200 || statusCode > 299) {
+      result.errorClass = 'http';
+      const location = firstValue(headers['location']);
+      result.errorMessage =
+        statusCode >= 300 && statusCode < 400
+          ? `HTTP ${statusCode}: redirect${location ? ` to ${location}` : ''} not followed`
+          : `HTTP ${statusCode}`;
+    }
+    return result;
+  }
+
+  return {
+    async send(request) {
+      try {
+        return await send(request);
+      } catch (error) {
+        // Nothing above should throw; this keeps the "always a value" contract if something does.
+        return {
+          url: request.url,
+          startedAtMs: clock.now(),
+          latencyMs: 0,
+          errorClass: 'protocol',
+          errorMessage: describe(error),
+        };
+      }
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await agent.close();
+    },
+  };
+}
+
+interface Target {
+  url: URL;
+  /** Host name without URL brackets; an IP literal or a DNS name. */
+  address: string;
+}
+
+/** The URL to request, or why it cannot be requested. */
+function parseTarget(raw: string): Target | string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return `not a valid URL: ${JSON.stringify(raw)}`;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return `unsupported scheme ${url.protocol} (http or https only)`;
+  // undici would silently drop them; sending without the credentials the operator wrote is worse than refusing.
+  if (url.username || url.password) return 'credentials in the URL are not supported; use a static Authorization header';
+  const address = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+  if (address === '') return 'URL has no host';
+  return { url, address };
+}
+
+function transportHeaders(headers: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (!TRANSPORT_HEADERS.has(name.toLowerCase())) out[name] = value;
+  }
+  return out;
+}
+
+/**
+ * Reads up to {@link RESPONSE_BODY_LIMIT_BYTES} of the body, then discards a bounded amount
+ * more so the connection can be reused; gives up (dropping the socket) after `waitMs`, so a
+ * receiver that trickles its body cannot hold a worker.
+ */
+function readResponseHead(body: Readable, waitMs: number): Promise<string> {
+  return new Promise((resolve) => {
+    const kept: Buffer[] = [];
+    let keptBytes = 0;
+    let seenBytes = 0;
+    let done = false;
+    const finish = (): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      // stream: true holds back a multi-byte character cut at the limit instead of emitting U+FFFD.
+      resolve(new TextDecoder('utf-8').decode(Buffer.concat(kept, keptBytes), { stream: true }));
+    };
+    const timer = setTimeout(() => {
+      body.destroy();
+      finish();
+    }, waitMs);
+    body.on('data', (chunk: Buffer) => {
+      seenBytes += chunk.length;
+      if (keptBytes < RESPONSE_BODY_LIMIT_BYTES) {
+        const part = chunk.subarray(0, RESPONSE_BODY_LIMIT_BYTES - keptBytes);
+        kept.push(Buffer.from(part));
+        keptBytes += part.length;
+      }
+      if (seenBytes > RESPONSE_BODY_LIMIT_BYTES + RESPONSE_DRAIN_LIMIT_BYTES) {
+        body.destroy();
+        finish();
+      }
+    });
+    body.on('end', finish);
+    body.on('close', finish);
+    // Errors after the head do not change the outcome: the status already arrived.
+    body.on('error', finish);
+  });
+}
+
+/**
+ * A `Retry-After` value in ms from `nowMs`: delta-seconds (`120`) or an HTTP date
+ * (`Wed, 21 Oct 2026 07:28:00 GMT`). A date in the past gives 0; anything else, `undefined`.
+ */
+export function parseRetryAfter(value: string | undefined, nowMs: number): number | undefined {
+  if (value === undefined) return undefined;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Number(text) * 1000;
+  // Only a date with letters in it: Date.parse would also read bare numbers such as "1.5" as dates.
+  if (!/[a-z]/i.test(text)) return undefined;
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
+}
+
+/** The ErrorClass of an error raised before a response head arrived. */
+export function classify(error: unknown): ErrorClass {
+  const codes = errorCodes(error);
+  if (codes.includes(SSRF_REFUSED)) return 'ssrf';
+  if (codes.some((code) => DNS_CODES.has(code))) return 'dns';
+  if (codes.some((code) => TLS_CODE.test(code))) return 'tls';
+  if (codes.some((code) => TIMEOUT_CODES.has(code))) return 'timeout';
+  if (codes.some((code) => CONNECT_CODES.has(code))) return 'connect';
+  return 'protocol';
+}
+
+/** Codes of the error, its causes and, for happy-eyeballs AggregateErrors, each attempt's error. */
+function errorCodes(error: unknown, depth = 0): string[] {
+  if (depth > 5 || error === null || typeof error !== 'object') return [];
+  const { code, cause, errors } = error as { code?: unknown; cause?: unknown; errors?: unknown };
+  const own = typeof code === 'string' ? [code] : [];
+  const nested = Array.isArray(errors) ? errors.flatMap((e) => errorCodes(e, depth + 1)) : [];
+  return [...own, ...errorCodes(cause, depth + 1), ...nested];
+}
+
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const code = (error as { code?: unknown }).code;
+  const message = error.message || (error instanceof AggregateError ? error.errors.map(describe).join('; ') : error.name);
+  return typeof code === 'string' && !message.includes(code) ? `${code}: ${message}` : message;
+}
+
+function firstValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}

@@ -1,0 +1,71 @@
+/**
+ * Every error Ferry reports to a caller carries one of these stable codes. The HTTP status
+ * is the one a request-level failure answers with; message-level codes travel inside a 200
+ * answer's `rejected` list (or a 400 on the single-call paths). `docs/errors.md` lists them
+ * all, and a test fails when one is missing there.
+ */
+export const errorCodes = {
+  // Request-level refusals of the ingestion API: nothing from the request is stored.
+  unauthorized: { status: 401, text: 'Missing or unknown write key.' },
+  invalid_json: { status: 400, text: 'The request body is not valid JSON.' },
+  invalid_batch: { status: 400, text: 'The request body is not a batch: an object with a `batch` array.' },
+  unsupported_content_type: { status: 415, text: 'The request body must be sent as application/json.' },
+  unsupported_content_encoding: { status: 415, text: 'Only gzip and identity content encodings are accepted.' },
+  invalid_gzip: { status: 400, text: 'The body says Content-Encoding: gzip but is not valid gzip data.' },
+  payload_too_large: { status: 413, text: 'The request body is over 500 KB (after decompression).' },
+  too_many_messages: { status: 400, text: 'A batch holds at most 2,500 messages.' },
+  store_unavailable: { status: 503, text: 'The store could not commit the request; nothing was accepted. Retry later.' },
+  not_found: { status: 404, text: 'No such route or resource.' },
+  method_not_allowed: { status: 405, text: 'The route does not accept this method.' },
+  bad_request: { status: 400, text: 'The request could not be read.' },
+  request_timeout: { status: 408, text: 'The request was not received in time.' },
+  shutting_down: { status: 503, text: 'The server is stopping and accepts no new requests.' },
+  internal_error: { status: 500, text: 'A fault inside Ferry; it is logged. Nothing from the request was acknowledged.' },
+
+  // Message-level rejections: the message is refused, its neighbours in the batch are kept.
+  message_too_large: { status: 400, text: 'A message is over 32 KB once serialised.' },
+  missing_identity: { status: 400, text: 'A message needs a userId or an anonymousId.' },
+  missing_event: { status: 400, text: 'A track call needs an `event` name.' },
+  missing_group_id: { status: 400, text: 'A group call needs a `groupId`.' },
+  missing_previous_id: { status: 400, text: 'An alias call needs a `previousId`.' },
+  invalid_type: { status: 400, text: 'The message `type` is missing or is not one of identify, track, page, screen, group, alias.' },
+  invalid_field: { status: 400, text: 'A known field has the wrong type.' },
+  invalid_timestamp: { status: 400, text: 'A timestamp is not an ISO 8601 date-time.' },
+  invalid_message_id: { status: 400, text: 'A messageId must be a non-empty string of at most 100 characters.' },
+  too_deeply_nested: { status: 400, text: 'The JSON is nested deeper than the limit.' },
+  invalid_message: { status: 400, text: 'A message must be a JSON object.' },
+
+  // Admin API.
+  admin_unauthorized: { status: 401, text: 'The admin API needs `Authorization: Bearer <FERRY_ADMIN_TOKEN>`.' },
+  invalid_settings: { status: 400, text: 'The submitted configuration breaks a rule; the message names it.' },
+  conflict: { status: 409, text: 'A resource with that id already exists, or its state does not allow the change.' },
+} as const satisfies Record<string, { status: number; text: string }>;
+
+/** A stable error code from {@link errorCodes}. */
+export type ErrorCode = keyof typeof errorCodes;
+
+/** The JSON shape of every error answer: `{"success":false,"errors":[{code,message}]}`. */
+export interface ErrorBody {
+  success: false;
+  errors: { code: ErrorCode; message: string; path?: string }[];
+}
+
+/** An error that maps to an HTTP answer with a stable code. Thrown for refusals of a whole request. */
+export class FerryError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly path: string | undefined;
+  constructor(code: ErrorCode, message?: string, path?: string) {
+    super(message ?? errorCodes[code].text);
+    this.name = 'FerryError';
+    this.code = code;
+    this.status = errorCodes[code].status;
+    this.path = path;
+  }
+
+  toBody(): ErrorBody {
+    const error: ErrorBody['errors'][number] = { code: this.code, message: this.message };
+    if (this.path !== undefined) error.path = this.path;
+    return { success: false, errors: [error] };
+  }
+}

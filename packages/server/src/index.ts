@@ -1,0 +1,24 @@
+/**
+ * The Ferry server as a library: build one with {@link createFerry}, or run `ferry serve`.
+ * @packageDocumentation
+ */
+export { createFerry, type Ferry, type FerryOptions } from './app.js';
+export type {
+  FerryConfig,
+  SourceConfig,
+  DestinationConfig,
+  WebhookEntry,
+  WebhooksSettings,
+  DeliverySettings,
+  RetrySettings,
+  NetworkSettings,
+  AudienceSettings,
+} from './config/model.js';
+export { loadConfigFile, configFromObject, applyEnvironment, ConfigError } from './config/load.js';
+export { errorCodes, FerryError, type ErrorCode, type ErrorBody } from './errors/error-codes.js';
+export type { Store } from './store/store.js';
+export { SqliteStore } from './store/sqlite/sqlite-store.js';
+export { DeliveryWorker, type DeliveryEvents } from './delivery/worker.js';
+export { decideOutcome, retryableStatuses } from './delivery/retry-policy.js';
+export { systemClock, ManualClock, type Clock } from './util/clock.js';
+export { ferryVersion } from './util/version.js';

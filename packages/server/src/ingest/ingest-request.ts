@@ -1,0 +1,126 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { buildWebhookBody } from '../destinations/webhooks/body.js';
+import { FerryError, type ErrorCode } from '../errors/error-codes.js';
+import type { Catalog } from '../routing/catalog.js';
+import { routeMessage } from '../routing/route.js';
+import type { NewEvent, NewRejection, Store } from '../store/store.js';
+import type { Clock } from '../util/clock.js';
+import type { CallType } from './message.js';
+import { normalizeMessage, readEnvelope } from './normalize.js';
+import { readJsonBody, writeKeyFromBasicAuth } from './read-body.js';
+
+/** One HTTP request to an ingestion route, as the transport hands it over. */
+export interface IngestRequest {
+  route: 'batch' | CallType;
+  rawBody: Buffer | undefined;
+  headers: { 'content-type'?: string; 'content-encoding'?: string; authorization?: string };
+  ip: string | undefined;
+}
+
+/** The answer to send. */
+export interface IngestAnswer {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+/** A message refused inside an accepted batch, as reported to the client. */
+export interface Rejected {
+  index: number;
+  code: ErrorCode;
+  message: string;
+}
+
+/** Dependencies of ingestion. */
+export interface IngestDeps {
+  store: Store;
+  catalog: Catalog;
+  clock: Clock;
+  logger: Logger;
+  /** Called after a commit that created delivery jobs. */
+  onCommitted?: () => void;
+}
+
+/**
+ * The ingestion pipeline for one request: read, authenticate, validate each message on its
+ * own, enrich, route, and commit events with their jobs in one transaction before answering.
+ * Request-level problems answer 4xx with nothing stored; a bad message inside a readable
+ * batch is reported in the 200 answer and costs its neighbours nothing.
+ */
+export async function ingestRequest(req: IngestRequest, deps: IngestDeps): Promise<IngestAnswer> {
+  const receivedAtMs = deps.clock.now();
+  let parsed: unknown;
+  try {
+    parsed = await readJsonBody(req.rawBody, req.headers);
+  } catch (error) {
+    if (error instanceof FerryError) return { status: error.status, body: error.toBody() as unknown as Record<string, unknown> };
+    throw error;
+  }
+  const envelope = readEnvelope(parsed, req.route);
+  // Authenticate before reporting what is wrong with the content: strangers learn nothing.
+  const writeKey = writeKeyFromBasicAuth(req.headers.authorization) ?? (envelope.ok ? envelope.writeKey : bodyWriteKey(parsed));
+  const source = writeKey === undefined ? undefined : deps.catalog.sourceByWriteKey(writeKey);
+  if (!source) {
+    const e = new FerryError('unauthorized', writeKey === undefined ? 'no write key: send it as the Basic auth user name' : 'unknown write key');
+    return { status: e.status, body: e.toBody() as unknown as Record<string, unknown> };
+  }
+  if (!envelope.ok) {
+    const e = new FerryError(envelope.code, envelope.message);
+    return { status: e.status, body: e.toBody() as unknown as Record<string, unknown> };
+  }
+
+  const destinations = deps.catalog.enabledDestinationsOf(source.id);
+  const meta = { receivedAtMs, ip: req.ip, newMessageId: randomUUID };
+  const events: NewEvent[] = [];
+  const rejected: Rejected[] = [];
+  envelope.messages.forEach((raw, index) => {
+    const result = normalizeMessage(raw, envelope.envelope, meta);
+    if (!result.ok) {
+      rejected.push({ index, code: result.code, message: result.message });
+      return;
+    }
+    const m = result.message;
+    const routed = routeMessage(m.integrations, destinations);
+    // The body is the same for every Webhooks destination: serialise it once.
+    const body = routed.length > 0 ? buildWebhookBody(m) : '';
+    events.push({
+      sourceId: source.id,
+      messageId: m.messageId,
+      type: m.type,
+      userId: m.userId,
+      anonymousId: m.anonymousId,
+      event: m.type === 'track' ? m.event : undefined,
+      receivedAtMs,
+      json: result.json,
+      deliveries: routed.map((d) => ({ destinationId: d.id, kind: 'event' as const, body })),
+    });
+  });
+
+  const single = req.route !== 'batch';
+  const rejections: NewRejection[] = rejected.map((r) => ({ sourceId: source.id, ...r }));
+  try {
+    const outcome = await deps.store.ingest({ events, rejections });
+    if (outcome.deliveries > 0) deps.onCommitted?.();
+  } catch (error) {
+    deps.logger.error({ err: error, sourceId: source.id }, 'ingestion commit failed; answered 503');
+    const e = new FerryError('store_unavailable');
+    return { status: e.status, body: e.toBody() as unknown as Record<string, unknown> };
+  }
+  if (rejected.length > 0) {
+    deps.logger.info({ sourceId: source.id, rejected: rejected.length, codes: [...new Set(rejected.map((r) => r.code))] }, 'messages rejected');
+    if (single) {
+      const r = rejected[0]!;
+      return { status: 400, body: { success: false, errors: [{ code: r.code, message: r.message }] } };
+    }
+    return { status: 200, body: { success: true, rejected } };
+  }
+  return { status: 200, body: { success: true } };
+}
+
+function bodyWriteKey(parsed: unknown): string | undefined {
+  if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) {
+    const key = (parsed as Record<string, unknown>)['writeKey'];
+    if (typeof key === 'string' && key.length > 0) return key;
+  }
+  return undefined;
+}

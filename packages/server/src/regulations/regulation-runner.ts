@@ -1,0 +1,71 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { buildDeleteBody } from '../destinations/webhooks/body.js';
+import type { Catalog } from '../routing/catalog.js';
+import type { DeleteNotice, Regulation, Store } from '../store/store.js';
+import type { Clock } from '../util/clock.js';
+
+/**
+ * Carries out deletion requests: purges the users' stored events and deliveries, and queues
+ * one `delete` notice per user for every enabled Webhooks destination connected to a source
+ * in scope, all in one transaction. Requests are stored first, so one interrupted by a crash
+ * is carried out at the next start.
+ */
+export class RegulationRunner {
+  private queue: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly deps: { store: Store; catalog: Catalog; clock: Clock; logger: Logger; onQueued?: () => void },
+  ) {}
+
+  /** Stores a request and schedules it; resolves with the stored (pending) request. */
+  async submit(userIds: string[], sourceIds: string[] | null): Promise<Regulation> {
+    const regulation = await this.deps.store.createRegulation({
+      id: `reg_${randomUUID().replaceAll('-', '')}`,
+      userIds,
+      sourceIds,
+      nowMs: this.deps.clock.now(),
+    });
+    this.schedule(regulation.id);
+    return regulation;
+  }
+
+  /** Schedules every request left pending by an earlier process. */
+  async resumePending(): Promise<void> {
+    for (const r of await this.deps.store.pendingRegulations()) this.schedule(r.id);
+  }
+
+  /** Resolves once everything scheduled so far has been carried out. */
+  idle(): Promise<void> {
+    return this.queue;
+  }
+
+  private schedule(id: string): void {
+    // One at a time, in order: requests touching the same users must not interleave.
+    this.queue = this.queue.then(() => this.execute(id)).catch((err) => {
+      this.deps.logger.error({ err, regulationId: id }, 'deletion request failed; it stays pending and is retried at the next start');
+    });
+  }
+
+  private async execute(id: string): Promise<void> {
+    const { store, catalog, clock } = this.deps;
+    const regulation = await store.getRegulation(id);
+    if (!regulation || regulation.status !== 'pending') return;
+    const nowMs = clock.now();
+    const inScope = new Set(regulation.sourceIds ?? catalog.sources().map((s) => s.id));
+    const notices: DeleteNotice[] = [];
+    for (const destination of catalog.destinations()) {
+      if (!destination.enabled || destination.type !== 'Webhooks') continue;
+      const sourceId = destination.sources.find((s) => inScope.has(s));
+      if (sourceId === undefined) continue;
+      for (const userId of regulation.userIds)
+        notices.push({ destinationId: destination.id, sourceId, userId, body: buildDeleteBody(userId, nowMs) });
+    }
+    const done = await store.executeRegulation({ id, notices, nowMs });
+    this.deps.logger.info(
+      { regulationId: id, eventsDeleted: done.eventsDeleted, deliveriesDeleted: done.deliveriesDeleted, notices: done.notificationsQueued },
+      'deletion request carried out',
+    );
+    if (notices.length > 0) this.deps.onQueued?.();
+  }
+}

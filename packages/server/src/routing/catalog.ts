@@ -1,0 +1,97 @@
+import type { DestinationConfig, SourceConfig } from '../config/model.js';
+import { FerryError } from '../errors/error-codes.js';
+import type { Store } from '../store/store.js';
+import type { Clock } from '../util/clock.js';
+
+/**
+ * Sources and destinations as the running server sees them: loaded from the store, where the
+ * config file's entries are applied at start-up and the admin API's edits are persisted.
+ * Reads are in memory because every ingestion request needs them.
+ */
+export class Catalog {
+  private sourcesById = new Map<string, SourceConfig>();
+  private sourcesByKey = new Map<string, SourceConfig>();
+  private destinationsById = new Map<string, DestinationConfig>();
+  /** Enabled destinations per source id, rebuilt on every change. */
+  private routes = new Map<string, DestinationConfig[]>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * Applies the config file's entries over what the store holds (the file wins for the ids it
+   * names; entries created through the admin API stay), then loads everything.
+   */
+  async init(fromFile: { sources: SourceConfig[]; destinations: DestinationConfig[] }): Promise<void> {
+    for (const s of fromFile.sources) await this.store.saveSource(s);
+    for (const d of fromFile.destinations) await this.store.saveDestination(d);
+    await this.reload();
+  }
+
+  /** Re-reads the store; other nodes' admin edits become visible this way. */
+  async reload(): Promise<void> {
+    const { sources, destinations } = await this.store.loadCatalog();
+    this.sourcesById = new Map(sources.map((s) => [s.id, s]));
+    this.sourcesByKey = new Map(sources.map((s) => [s.writeKey, s]));
+    this.destinationsById = new Map(destinations.map((d) => [d.id, d]));
+    this.routes = new Map(sources.map((s) => [s.id, destinations.filter((d) => d.enabled && d.sources.includes(s.id))]));
+  }
+
+  sourceByWriteKey(writeKey: string): SourceConfig | undefined {
+    return this.sourcesByKey.get(writeKey);
+  }
+
+  source(id: string): SourceConfig | undefined {
+    return this.sourcesById.get(id);
+  }
+
+  sources(): SourceConfig[] {
+    return [...this.sourcesById.values()];
+  }
+
+  destination(id: string): DestinationConfig | undefined {
+    return this.destinationsById.get(id);
+  }
+
+  destinations(): DestinationConfig[] {
+    return [...this.destinationsById.values()];
+  }
+
+  /** Enabled destinations connected to a source. */
+  enabledDestinationsOf(sourceId: string): readonly DestinationConfig[] {
+    return this.routes.get(sourceId) ?? [];
+  }
+
+  async putSource(source: SourceConfig): Promise<void> {
+    const clash = this.sourcesByKey.get(source.writeKey);
+    if (clash && clash.id !== source.id) throw new FerryError('conflict', `another source already uses this write key`, 'writeKey');
+    await this.store.saveSource(source);
+    await this.reload();
+  }
+
+  async removeSource(id: string): Promise<boolean> {
+    if (!this.sourcesById.has(id)) return false;
+    const users = this.destinations().filter((d) => d.sources.includes(id));
+    if (users.length > 0)
+      throw new FerryError('conflict', `source ${id} is connected to destination(s) ${users.map((d) => d.id).join(', ')}; disconnect them first`);
+    await this.store.deleteSource(id);
+    await this.reload();
+    return true;
+  }
+
+  async putDestination(destination: DestinationConfig): Promise<void> {
+    await this.store.saveDestination(destination);
+    await this.reload();
+  }
+
+  /** Deletes a destination; its pending jobs are dead-lettered (replayable if it comes back). */
+  async removeDestination(id: string): Promise<boolean> {
+    if (!this.destinationsById.has(id)) return false;
+    await this.store.deleteDestination(id);
+    await this.store.abandonPending(id, 'destination_deleted', this.clock.now());
+    await this.reload();
+    return true;
+  }
+}

@@ -1,0 +1,4 @@
+import * as init from './001-init.js';
+
+/** Numbered migrations, applied in order; `PRAGMA user_version` records how many ran. */
+export const migrations: { version: number; sql: string }[] = [{ version: 1, sql: init.sql }];

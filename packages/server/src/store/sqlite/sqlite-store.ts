@@ -1,0 +1,572 @@
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { DestinationConfig, SourceConfig } from '../../config/model.js';
+import type {
+  AttemptView,
+  ClaimedDelivery,
+  DeadReason,
+  DeliveryFilter,
+  DeliveryView,
+  IngestOutcome,
+  IngestWrite,
+  NewDelivery,
+  Regulation,
+  ReplayFilter,
+  Store,
+  StoreStats,
+  DeleteNotice,
+  AttemptRecord,
+  AttemptOutcome,
+} from '../store.js';
+import { migrations } from './migrations/index.js';
+
+/** Options of the SQLite store. */
+export interface SqliteStoreOptions {
+  /** Path of the database file; `:memory:` is accepted for throwaway use. */
+  path: string;
+}
+
+const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+interface DeliveryRow {
+  id: number;
+  destination_id: string;
+  source_id: string | null;
+  kind: DeliveryView['kind'];
+  status: DeliveryView['status'];
+  message_id: string | null;
+  user_id: string | null;
+  attempt_count: number;
+  created_at: number;
+  first_attempt_at: number | null;
+  next_attempt_at: number;
+  completed_at: number | null;
+  dead_reason: DeadReason | null;
+  last_error: string | null;
+}
+
+interface RegulationRow {
+  id: string;
+  user_ids: string;
+  source_ids: string | null;
+  status: Regulation['status'];
+  created_at: number;
+  finished_at: number | null;
+  events_deleted: number;
+  deliveries_deleted: number;
+  notifications_queued: number;
+}
+
+function toDeliveryView(r: DeliveryRow): DeliveryView {
+  return {
+    id: r.id,
+    destinationId: r.destination_id,
+    sourceId: r.source_id,
+    kind: r.kind,
+    status: r.status,
+    messageId: r.message_id,
+    userId: r.user_id,
+    attemptCount: r.attempt_count,
+    createdAt: iso(r.created_at)!,
+    firstAttemptAt: iso(r.first_attempt_at),
+    nextAttemptAt: r.status === 'pending' ? iso(r.next_attempt_at) : null,
+    completedAt: iso(r.completed_at),
+    deadReason: r.dead_reason,
+    lastError: r.last_error,
+  };
+}
+
+function toRegulation(r: RegulationRow): Regulation {
+  return {
+    id: r.id,
+    userIds: JSON.parse(r.user_ids) as string[],
+    sourceIds: r.source_ids === null ? null : (JSON.parse(r.source_ids) as string[]),
+    status: r.status,
+    createdAt: iso(r.created_at)!,
+    finishedAt: iso(r.finished_at),
+    eventsDeleted: r.events_deleted,
+    deliveriesDeleted: r.deliveries_deleted,
+    notificationsQueued: r.notifications_queued,
+  };
+}
+
+interface PendingWork {
+  run: () => unknown;
+  resolve: (value: any) => void;
+  reject: (error: unknown) => void;
+}
+
+/** How many recent rejections are kept for operators; counts are kept forever. */
+const keptRejections = 1000;
+
+/**
+ * The embedded store: one SQLite file in WAL mode with full sync, so a resolved `ingest`
+ * has reached the disk. Concurrent ingestion requests are committed together (group commit):
+ * every write queued during one turn of the event loop shares a transaction and an fsync.
+ */
+export class SqliteStore implements Store {
+  readonly kind = 'sqlite' as const;
+  private readonly db: Database.Database;
+  private pending: PendingWork[] = [];
+  private flushScheduled = false;
+  private readonly stmts;
+
+  constructor(options: SqliteStoreOptions) {
+    if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true });
+    this.db = new Database(options.path);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = FULL');
+    this.db.pragma('busy_timeout = 5000');
+    this.migrate();
+    const db = this.db;
+    this.stmts = {
+      insertEvent: db.prepare<[string, string, string, string | null, string | null, string | null, number, string], { id: number }>(
+        `INSERT INTO events (source_id, message_id, type, user_id, anonymous_id, event, received_at, json)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source_id, message_id) DO NOTHING RETURNING id`,
+      ),
+      insertDelivery: db.prepare(
+        `INSERT INTO deliveries (destination_id, source_id, event_id, kind, message_id, user_id, body, created_at, next_attempt_at)
+         VALUES (@destinationId, @sourceId, @eventId, @kind, @messageId, @userId, @body, @nowMs, @nowMs)`,
+      ),
+      insertRejection: db.prepare(
+        `INSERT INTO rejections (source_id, batch_index, code, message, received_at) VALUES (?, ?, ?, ?, ?)`,
+      ),
+      countRejection: db.prepare(
+        `INSERT INTO rejection_counts (source_id, code, count) VALUES (?, ?, 1)
+         ON CONFLICT (source_id, code) DO UPDATE SET count = count + 1`,
+      ),
+      pruneRejections: db.prepare(`DELETE FROM rejections WHERE id <= (SELECT MAX(id) FROM rejections) - ${keptRejections}`),
+      claim: db.prepare(
+        `UPDATE deliveries SET lease_owner = @owner, next_attempt_at = @leaseUntil
+         WHERE id IN (
+           SELECT id FROM deliveries
+           WHERE status = 'pending' AND destination_id = @destinationId AND next_attempt_at <= @nowMs
+           ORDER BY next_attempt_at, id LIMIT @limit)
+         RETURNING id, destination_id, kind, body, message_id, user_id, attempt_count, first_attempt_at, trigger, created_at`,
+      ),
+      insertAttempt: db.prepare(
+        `INSERT INTO attempts (delivery_id, url, started_at, latency_ms, status_code, error_class, error_message, response_body, trigger)
+         VALUES (@deliveryId, @url, @startedAtMs, @latencyMs, @statusCode, @errorClass, @errorMessage, @responseBody, @trigger)`,
+      ),
+      completeSucceeded: db.prepare(
+        `UPDATE deliveries SET status = 'succeeded', attempt_count = attempt_count + 1, first_attempt_at = @firstAttemptAtMs,
+           completed_at = @nowMs, lease_owner = NULL, trigger = 'scheduled', last_error = NULL
+         WHERE id = @id AND lease_owner = @owner AND status = 'pending'`,
+      ),
+      completeRetry: db.prepare(
+        `UPDATE deliveries SET attempt_count = attempt_count + 1, first_attempt_at = @firstAttemptAtMs,
+           next_attempt_at = @nextAttemptAtMs, lease_owner = NULL, trigger = 'scheduled', last_error = @lastError
+         WHERE id = @id AND lease_owner = @owner AND status = 'pending'`,
+      ),
+      completeDead: db.prepare(
+        `UPDATE deliveries SET status = 'dead', attempt_count = attempt_count + 1, first_attempt_at = @firstAttemptAtMs,
+           completed_at = @nowMs, lease_owner = NULL, trigger = 'scheduled', dead_reason = @reason, last_error = @lastError
+         WHERE id = @id AND lease_owner = @owner AND status = 'pending'`,
+      ),
+    };
+  }
+
+  private migrate(): void {
+    const current = this.db.pragma('user_version', { simple: true }) as number;
+    for (const m of migrations) {
+      if (m.version <= current) continue;
+      this.db.transaction(() => {
+        this.db.exec(m.sql);
+        this.db.pragma(`user_version = ${m.version}`);
+      })();
+    }
+  }
+
+  ingest(write: IngestWrite): Promise<IngestOutcome> {
+    return this.inGroupCommit(() => this.applyWrite(write));
+  }
+
+  /**
+   * Queues work for the next group commit: all work queued during one turn of the event loop
+   * runs in one transaction, so concurrent requests share one fsync. Each item runs in its own
+   * savepoint, so an item that throws is rolled back and rejected alone.
+   */
+  private inGroupCommit<T>(run: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.pending.push({ run, resolve, reject });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => this.flushGroup());
+      }
+    });
+  }
+
+  private flushGroup(): void {
+    this.flushScheduled = false;
+    const group = this.pending;
+    this.pending = [];
+    if (group.length === 0 || !this.db.open) {
+      for (const p of group) p.reject(new Error('the store is closed'));
+      return;
+    }
+    const results: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+    try {
+      this.db.transaction(() => {
+        for (const p of group) {
+          try {
+            results.push({ ok: true, value: this.db.transaction(p.run)() });
+          } catch (error) {
+            results.push({ ok: false, error });
+          }
+        }
+      })();
+    } catch (error) {
+      // The commit itself failed (disk full, read-only file): nothing of the group is stored.
+      for (const p of group) p.reject(error);
+      return;
+    }
+    group.forEach((p, i) => {
+      const r = results[i]!;
+      if (r.ok) p.resolve(r.value);
+      else p.reject(r.error);
+    });
+  }
+
+  private applyWrite(write: IngestWrite): IngestOutcome {
+    const outcome: IngestOutcome = { inserted: 0, duplicates: 0, deliveries: 0 };
+    for (const e of write.events) {
+      const row = this.stmts.insertEvent.get(
+        e.sourceId,
+        e.messageId,
+        e.type,
+        e.userId ?? null,
+        e.anonymousId ?? null,
+        e.event ?? null,
+        e.receivedAtMs,
+        e.json,
+      );
+      if (row === undefined) {
+        outcome.duplicates++;
+        continue;
+      }
+      outcome.inserted++;
+      for (const d of e.deliveries) {
+        this.stmts.insertDelivery.run({
+          destinationId: d.destinationId,
+          sourceId: e.sourceId,
+          eventId: row.id,
+          kind: d.kind,
+          messageId: e.messageId,
+          userId: e.userId ?? null,
+          body: d.body,
+          nowMs: e.receivedAtMs,
+        });
+        outcome.deliveries++;
+      }
+    }
+    if (write.rejections.length > 0) {
+      const now = write.events[0]?.receivedAtMs ?? Date.now();
+      for (const r of write.rejections) {
+        this.stmts.insertRejection.run(r.sourceId, r.index, r.code, r.message, now);
+        this.stmts.countRejection.run(r.sourceId, r.code);
+      }
+      this.stmts.pruneRejections.run();
+    }
+    return outcome;
+  }
+
+  async nextDueAt(destinationIds: string[]): Promise<number | null> {
+    if (destinationIds.length === 0) return null;
+    const placeholders = destinationIds.map(() => '?').join(',');
+    const row = this.db
+      .prepare(
+        `SELECT MIN(next_attempt_at) AS due FROM deliveries WHERE status = 'pending' AND destination_id IN (${placeholders})`,
+      )
+      .get(...destinationIds) as { due: number | null };
+    return row.due;
+  }
+
+  async claim(args: { destinationId: string; owner: string; nowMs: number; leaseMs: number; limit: number }): Promise<ClaimedDelivery[]> {
+    const rows = this.stmts.claim.all({
+      owner: args.owner,
+      leaseUntil: args.nowMs + args.leaseMs,
+      destinationId: args.destinationId,
+      nowMs: args.nowMs,
+      limit: args.limit,
+    }) as {
+      id: number;
+      destination_id: string;
+      kind: ClaimedDelivery['kind'];
+      body: string;
+      message_id: string | null;
+      user_id: string | null;
+      attempt_count: number;
+      first_attempt_at: number | null;
+      trigger: ClaimedDelivery['trigger'];
+      created_at: number;
+    }[];
+    return rows.map((r) => ({
+      id: r.id,
+      destinationId: r.destination_id,
+      kind: r.kind,
+      body: r.body,
+      messageId: r.message_id,
+      userId: r.user_id,
+      attemptCount: r.attempt_count,
+      firstAttemptAtMs: r.first_attempt_at,
+      trigger: r.trigger,
+      createdAtMs: r.created_at,
+    }));
+  }
+
+  async complete(args: {
+    id: number;
+    owner: string;
+    nowMs: number;
+    firstAttemptAtMs: number;
+    attempts: AttemptRecord[];
+    outcome: AttemptOutcome;
+  }): Promise<boolean> {
+    return this.inGroupCommit(() => {
+      for (const a of args.attempts) this.stmts.insertAttempt.run({ deliveryId: args.id, ...a });
+      const base = { id: args.id, owner: args.owner, nowMs: args.nowMs, firstAttemptAtMs: args.firstAttemptAtMs };
+      const o = args.outcome;
+      const result =
+        o.status === 'succeeded'
+          ? this.stmts.completeSucceeded.run(base)
+          : o.status === 'pending'
+            ? this.stmts.completeRetry.run({ ...base, nextAttemptAtMs: o.nextAttemptAtMs, lastError: o.lastError })
+            : this.stmts.completeDead.run({ ...base, reason: o.reason, lastError: o.lastError });
+      return result.changes === 1;
+    });
+  }
+
+  async releaseLeases(owner: string, nowMs: number): Promise<number> {
+    return this.db
+      .prepare(`UPDATE deliveries SET lease_owner = NULL, next_attempt_at = ? WHERE status = 'pending' AND lease_owner = ?`)
+      .run(nowMs, owner).changes;
+  }
+
+  async abandonPending(destinationId: string, reason: DeadReason, nowMs: number): Promise<number> {
+    return this.db
+      .prepare(
+        `UPDATE deliveries SET status = 'dead', dead_reason = ?, completed_at = ?, lease_owner = NULL,
+           last_error = 'the destination was ' || CASE ? WHEN 'destination_deleted' THEN 'deleted' ELSE 'disabled' END
+         WHERE status = 'pending' AND destination_id = ?`,
+      )
+      .run(reason, nowMs, reason, destinationId).changes;
+  }
+
+  async enqueue(deliveries: NewDelivery[], nowMs: number): Promise<void> {
+    this.db.transaction(() => {
+      for (const d of deliveries) this.insertLooseDelivery(d, nowMs);
+    })();
+  }
+
+  private insertLooseDelivery(d: NewDelivery, nowMs: number): void {
+    this.stmts.insertDelivery.run({
+      destinationId: d.destinationId,
+      sourceId: d.sourceId ?? null,
+      eventId: null,
+      kind: d.kind,
+      messageId: d.messageId ?? null,
+      userId: d.userId ?? null,
+      body: d.body,
+      nowMs,
+    });
+  }
+
+  async listDeliveries(filter: DeliveryFilter): Promise<DeliveryView[]> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (filter.status) (where.push('status = ?'), params.push(filter.status));
+    if (filter.destinationId) (where.push('destination_id = ?'), params.push(filter.destinationId));
+    if (filter.sourceId) (where.push('source_id = ?'), params.push(filter.sourceId));
+    if (filter.messageId) (where.push('message_id = ?'), params.push(filter.messageId));
+    if (filter.afterId !== undefined) (where.push('id > ?'), params.push(filter.afterId));
+    const sql = `SELECT * FROM deliveries ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id LIMIT ?`;
+    const rows = this.db.prepare(sql).all(...params, filter.limit) as DeliveryRow[];
+    return rows.map(toDeliveryView);
+  }
+
+  async getDelivery(id: number): Promise<{ delivery: DeliveryView; body: string; attempts: AttemptView[] } | null> {
+    const row = this.db.prepare(`SELECT * FROM deliveries WHERE id = ?`).get(id) as (DeliveryRow & { body: string }) | undefined;
+    if (!row) return null;
+    const attempts = this.db
+      .prepare(`SELECT * FROM attempts WHERE delivery_id = ? ORDER BY id`)
+      .all(id) as {
+      url: string;
+      started_at: number;
+      latency_ms: number;
+      status_code: number | null;
+      error_class: AttemptView['errorClass'];
+      error_message: string | null;
+      response_body: string | null;
+      trigger: AttemptView['trigger'];
+    }[];
+    return {
+      delivery: toDeliveryView(row),
+      body: row.body,
+      attempts: attempts.map((a) => ({
+        url: a.url,
+        startedAt: iso(a.started_at)!,
+        latencyMs: a.latency_ms,
+        statusCode: a.status_code,
+        errorClass: a.error_class,
+        errorMessage: a.error_message,
+        responseBody: a.response_body,
+        trigger: a.trigger,
+      })),
+    };
+  }
+
+  async replay(filter: ReplayFilter, nowMs: number): Promise<number> {
+    const where = [`status = 'dead'`];
+    const params: unknown[] = [nowMs];
+    if (filter.ids) {
+      if (filter.ids.length === 0) return 0;
+      where.push(`id IN (${filter.ids.map(() => '?').join(',')})`);
+      params.push(...filter.ids);
+    }
+    if (filter.destinationId) (where.push('destination_id = ?'), params.push(filter.destinationId));
+    if (filter.sinceMs !== undefined) (where.push('completed_at >= ?'), params.push(filter.sinceMs));
+    // A replay opens a fresh retry window: the old one has run out by definition.
+    return this.db
+      .prepare(
+        `UPDATE deliveries SET status = 'pending', trigger = 'manual', next_attempt_at = ?, first_attempt_at = NULL,
+           completed_at = NULL, dead_reason = NULL, lease_owner = NULL
+         WHERE ${where.join(' AND ')}`,
+      )
+      .run(...params).changes;
+  }
+
+  async listRejections(args: { sourceId?: string; limit: number }) {
+    const rows = (
+      args.sourceId
+        ? this.db.prepare(`SELECT * FROM rejections WHERE source_id = ? ORDER BY id DESC LIMIT ?`).all(args.sourceId, args.limit)
+        : this.db.prepare(`SELECT * FROM rejections ORDER BY id DESC LIMIT ?`).all(args.limit)
+    ) as { source_id: string; batch_index: number; code: string; message: string; received_at: number }[];
+    return rows.map((r) => ({
+      sourceId: r.source_id,
+      index: r.batch_index,
+      code: r.code,
+      message: r.message,
+      receivedAt: iso(r.received_at)!,
+    }));
+  }
+
+  async rejectionCounts() {
+    const rows = this.db.prepare(`SELECT source_id, code, count FROM rejection_counts ORDER BY source_id, code`).all() as {
+      source_id: string;
+      code: string;
+      count: number;
+    }[];
+    return rows.map((r) => ({ sourceId: r.source_id, code: r.code, count: r.count }));
+  }
+
+  async stats(): Promise<StoreStats> {
+    const deliveries: StoreStats['deliveries'] = { pending: 0, succeeded: 0, dead: 0 };
+    for (const r of this.db.prepare(`SELECT status, COUNT(*) AS n FROM deliveries GROUP BY status`).all() as {
+      status: keyof StoreStats['deliveries'];
+      n: number;
+    }[])
+      deliveries[r.status] = r.n;
+    const events = (this.db.prepare(`SELECT COUNT(*) AS n FROM events`).get() as { n: number }).n;
+    const rejections = (this.db.prepare(`SELECT COALESCE(SUM(count), 0) AS n FROM rejection_counts`).get() as { n: number }).n;
+    return { events, deliveries, rejections };
+  }
+
+  async createRegulation(args: { id: string; userIds: string[]; sourceIds: string[] | null; nowMs: number }): Promise<Regulation> {
+    this.db
+      .prepare(`INSERT INTO regulations (id, user_ids, source_ids, status, created_at) VALUES (?, ?, ?, 'pending', ?)`)
+      .run(args.id, JSON.stringify(args.userIds), args.sourceIds === null ? null : JSON.stringify(args.sourceIds), args.nowMs);
+    return (await this.getRegulation(args.id))!;
+  }
+
+  async getRegulation(id: string): Promise<Regulation | null> {
+    const row = this.db.prepare(`SELECT * FROM regulations WHERE id = ?`).get(id) as RegulationRow | undefined;
+    return row ? toRegulation(row) : null;
+  }
+
+  async pendingRegulations(): Promise<Regulation[]> {
+    const rows = this.db.prepare(`SELECT * FROM regulations WHERE status = 'pending' ORDER BY created_at`).all() as RegulationRow[];
+    return rows.map(toRegulation);
+  }
+
+  async executeRegulation(args: { id: string; notices: DeleteNotice[]; nowMs: number }): Promise<Regulation> {
+    this.db.transaction(() => {
+      const row = this.db.prepare(`SELECT * FROM regulations WHERE id = ?`).get(args.id) as RegulationRow | undefined;
+      if (!row || row.status !== 'pending') return;
+      const reg = toRegulation(row);
+      const users = JSON.stringify(reg.userIds);
+      const sourceClause = reg.sourceIds === null ? '' : `AND source_id IN (SELECT value FROM json_each(?))`;
+      const sourceParams = reg.sourceIds === null ? [] : [JSON.stringify(reg.sourceIds)];
+      // Delete notices already queued are kept: they are the point of the exercise.
+      const deliveryIds = `SELECT id FROM deliveries WHERE kind != 'delete' AND user_id IN (SELECT value FROM json_each(?)) ${sourceClause}`;
+      this.db.prepare(`DELETE FROM attempts WHERE delivery_id IN (${deliveryIds})`).run(users, ...sourceParams);
+      const deliveriesDeleted = this.db
+        .prepare(`DELETE FROM deliveries WHERE id IN (${deliveryIds})`)
+        .run(users, ...sourceParams).changes;
+      const eventsDeleted = this.db
+        .prepare(`DELETE FROM events WHERE user_id IN (SELECT value FROM json_each(?)) ${sourceClause}`)
+        .run(users, ...sourceParams).changes;
+      for (const n of args.notices)
+        this.insertLooseDelivery(
+          { destinationId: n.destinationId, sourceId: n.sourceId, kind: 'delete', userId: n.userId, body: n.body },
+          args.nowMs,
+        );
+      this.db
+        .prepare(
+          `UPDATE regulations SET status = 'done', finished_at = ?, events_deleted = ?, deliveries_deleted = ?, notifications_queued = ? WHERE id = ?`,
+        )
+        .run(args.nowMs, eventsDeleted, deliveriesDeleted, args.notices.length, args.id);
+    })();
+    return (await this.getRegulation(args.id))!;
+  }
+
+  async loadCatalog(): Promise<{ sources: SourceConfig[]; destinations: DestinationConfig[] }> {
+    const parse = <T>(rows: unknown[]): T[] => (rows as { config: string }[]).map((r) => JSON.parse(r.config) as T);
+    return {
+      sources: parse<SourceConfig>(this.db.prepare(`SELECT config FROM sources ORDER BY id`).all()),
+      destinations: parse<DestinationConfig>(this.db.prepare(`SELECT config FROM destinations ORDER BY id`).all()),
+    };
+  }
+
+  async saveSource(source: SourceConfig): Promise<void> {
+    this.db
+      .prepare(`INSERT INTO sources (id, config) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET config = excluded.config`)
+      .run(source.id, JSON.stringify(source));
+  }
+
+  async deleteSource(id: string): Promise<void> {
+    this.db.prepare(`DELETE FROM sources WHERE id = ?`).run(id);
+  }
+
+  async saveDestination(destination: DestinationConfig): Promise<void> {
+    this.db
+      .prepare(`INSERT INTO destinations (id, config) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET config = excluded.config`)
+      .run(destination.id, JSON.stringify(destination));
+  }
+
+  async deleteDestination(id: string): Promise<void> {
+    this.db.prepare(`DELETE FROM destinations WHERE id = ?`).run(id);
+  }
+
+  async getSetting(key: string): Promise<string | null> {
+    const row = this.db.prepare(`SELECT value FROM settings WHERE key = ?`).get(key) as { value: string } | undefined;
+    return row?.value ?? null;
+  }
+
+  async setSetting(key: string, value: string): Promise<void> {
+    this.db
+      .prepare(`INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`)
+      .run(key, value);
+  }
+
+  /** Runs a synchronous function inside one transaction; for modules that own extra tables (audiences). */
+  get database(): Database.Database {
+    return this.db;
+  }
+
+  async close(): Promise<void> {
+    // Writes queued in this very turn still commit: their callers are waiting for an answer.
+    if (this.pending.length > 0) this.flushGroup();
+    this.db.close();
+  }
+}

@@ -1,0 +1,78 @@
+import { once } from 'node:events';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** One request as a test receiver saw it. */
+export interface Received {
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+  json: any;
+}
+
+/** What the receiver answers: a status (with optional headers and body), or `hang` (never answer). */
+export type Reply = { status: number; headers?: Record<string, string>; body?: string } | 'hang';
+
+/**
+ * A real HTTP receiver on loopback that records every request and answers as told. Tests wait
+ * for arrivals through {@link TestReceiver.waitFor}, never by sleeping.
+ */
+export interface TestReceiver {
+  url: string;
+  requests: Received[];
+  /** Changes the answer for the following requests. */
+  reply(r: Reply | ((req: Received) => Reply)): void;
+  /** Resolves once at least `n` requests have arrived. */
+  waitFor(n: number): Promise<Received[]>;
+  close(): Promise<void>;
+}
+
+export async function startReceiver(initial: Reply | ((req: Received) => Reply) = { status: 200 }): Promise<TestReceiver> {
+  let replyWith = initial;
+  const requests: Received[] = [];
+  const waiters: { n: number; resolve: (r: Received[]) => void }[] = [];
+  const hanging = new Set<import('node:http').ServerResponse>();
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      let json: unknown;
+      try {
+        json = JSON.parse(body.toString('utf8'));
+      } catch {
+        json = undefined;
+      }
+      const received: Received = { path: req.url ?? '/', headers: req.headers, body, json };
+      requests.push(received);
+      for (const w of [...waiters]) if (requests.length >= w.n) (waiters.splice(waiters.indexOf(w), 1), w.resolve(requests));
+      const r = typeof replyWith === 'function' ? replyWith(received) : replyWith;
+      if (r === 'hang') {
+        hanging.add(res);
+        res.on('close', () => hanging.delete(res));
+        return;
+      }
+      res.writeHead(r.status, r.headers ?? { 'content-type': 'text/plain' });
+      res.end(r.body ?? '');
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    reply(r) {
+      replyWith = r;
+    },
+    waitFor(n) {
+      if (requests.length >= n) return Promise.resolve(requests);
+      return new Promise((resolve) => waiters.push({ n, resolve }));
+    },
+    async close() {
+      for (const res of hanging) res.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}

@@ -1,0 +1,91 @@
+import type { ReceivedWebhook, RejectedWebhook } from './listener.js';
+
+/**
+ * Renders one accepted webhook as two lines for a terminal, e.g.
+ *
+ * ```text
+ * 2026-01-02T03:04:05.678Z POST /hooks  track "Order Completed"
+ *   messageId=msg_1 userId=user_42  signature ✓ verified
+ * ```
+ *
+ * The body is read defensively: a field that is missing or not a string is left out, so any
+ * JSON object can be printed.
+ *
+ * @example
+ * ```ts
+ * createListener({ onEvent: (event) => console.log(formatEvent(event)) });
+ * ```
+ */
+export function formatEvent(event: ReceivedWebhook): string {
+  const body = event.body as unknown as Record<string, unknown>;
+  const type = text(body['type']) ?? '(no type)';
+  const head = `${timeOf(event.receivedAtMs)} ${event.method} ${event.path}  ${type}${describe(type, body)}`;
+
+  const ids: string[] = [];
+  for (const key of ['messageId', 'userId', 'anonymousId'] as const) {
+    const value = text(body[key]);
+    if (value !== undefined) ids.push(`${key}=${value}`);
+  }
+  const signature = event.verified
+    ? 'signature ✓ verified'
+    : event.headers['x-signature'] !== undefined
+      ? 'signature not checked (no secret given)'
+      : 'unsigned (no secret given)';
+  const details = ids.length > 0 ? `${ids.join(' ')}  ${signature}` : signature;
+  return `${head}\n  ${details}`;
+}
+
+/**
+ * Renders one refused request as a line for a terminal, e.g.
+ * `2026-01-02T03:04:05.678Z POST /hooks  ✗ 401 signature ✗ invalid: X-Signature does not match ...`.
+ *
+ * @example
+ * ```ts
+ * createListener({ secret, onRejected: (r) => console.log(formatRejection(r)) });
+ * ```
+ */
+export function formatRejection(rejection: RejectedWebhook): string {
+  const what =
+    rejection.code === 'invalid_signature'
+      ? 'signature ✗ invalid'
+      : rejection.code === 'missing_signature'
+        ? 'signature ✗ missing'
+        : rejection.code;
+  return `${timeOf(rejection.receivedAtMs)} ${rejection.method} ${rejection.path}  ✗ ${rejection.statusCode} ${what}: ${rejection.message}`;
+}
+
+function describe(type: string, body: Record<string, unknown>): string {
+  switch (type) {
+    case 'track':
+      return quoted(body['event']);
+    case 'page':
+    case 'screen':
+      return quoted(body['name']);
+    case 'group': {
+      const groupId = text(body['groupId']);
+      return groupId === undefined ? '' : ` groupId=${groupId}`;
+    }
+    case 'alias': {
+      const previous = text(body['Previous ID']);
+      const next = text(body['User ID']);
+      return previous === undefined && next === undefined ? '' : ` ${previous ?? '?'} → ${next ?? '?'}`;
+    }
+    default:
+      return '';
+  }
+}
+
+function quoted(value: unknown): string {
+  const s = text(value);
+  return s === undefined ? '' : ` ${JSON.stringify(s)}`;
+}
+
+function text(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return undefined;
+}
+
+function timeOf(ms: number): string {
+  return new Date(ms).toISOString();
+}

@@ -1,0 +1,28 @@
+/**
+ * `@ferry/webhooks`: everything the owner of a receiving endpoint needs: verify `X-Signature`,
+ * typed bodies for every call type, and the local listener behind `ferry listen`.
+ */
+export { signBody, verifySignature } from './signature.js';
+export {
+  createListener,
+  DEFAULT_MAX_BODY_BYTES,
+  type ListenerOptions,
+  type ReceivedWebhook,
+  type RejectedWebhook,
+  type RejectionCode,
+  type WebhookListener,
+} from './listener.js';
+export { formatEvent, formatRejection } from './format-event.js';
+export type {
+  AliasBody,
+  BaseBody,
+  DeleteBody,
+  GroupBody,
+  IdentifyBody,
+  JsonObject,
+  PageBody,
+  ScreenBody,
+  TrackBody,
+  WebhookBody,
+  WebhookBodyType,
+} from './bodies.js';

@@ -1,0 +1,256 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import {
+  createListener,
+  formatEvent,
+  formatRejection,
+  signBody,
+  type ReceivedWebhook,
+  type RejectedWebhook,
+  type WebhookListener,
+} from '@ferry/webhooks';
+
+const secret = 'listener-secret';
+const trackBody = JSON.stringify({
+  version: 1,
+  type: 'track',
+  userId: 'user_42',
+  messageId: 'msg_1',
+  event: 'Order Completed',
+  properties: { total: 12.5 },
+  timestamp: '2026-01-02T03:04:05.678Z',
+  context: {},
+});
+
+/** Collects listener callbacks and lets a test await the next one. */
+class Inbox<T> {
+  readonly items: T[] = [];
+  private waiters: Array<(item: T) => void> = [];
+  push = (item: T): void => {
+    this.items.push(item);
+    this.waiters.shift()?.(item);
+  };
+  next(): Promise<T> {
+    const ready = this.items[this.items.length - 1];
+    return ready ? Promise.resolve(ready) : new Promise((resolve) => this.waiters.push(resolve));
+  }
+  clear(): void {
+    this.items.length = 0;
+  }
+}
+
+async function post(url: string, body: string | Uint8Array, headers: Record<string, string> = {}) {
+  const res = await fetch(url, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+  return { status: res.status, json: (await res.json()) as { ok: boolean; error?: string; message?: string } };
+}
+
+describe('createListener with a secret', () => {
+  let listener: WebhookListener;
+  const events = new Inbox<ReceivedWebhook>();
+  const rejections = new Inbox<RejectedWebhook>();
+
+  before(async () => {
+    listener = createListener({ secret, onEvent: events.push, onRejected: rejections.push });
+    await listener.start();
+  });
+  after(() => listener.close());
+
+  const reset = (): void => {
+    events.clear();
+    rejections.clear();
+  };
+
+  it('reports its loopback address and URL once listening', () => {
+    assert.equal(listener.address?.address, '127.0.0.1');
+    assert.ok((listener.address?.port ?? 0) > 0);
+    assert.equal(listener.url, `http://127.0.0.1:${listener.address?.port}/`);
+  });
+
+  it('accepts a correctly signed webhook, answers 200 and hands over body, raw bytes and headers', async () => {
+    reset();
+    const res = await post(`${listener.url}hooks?x=1`, trackBody, {
+      'x-signature': signBody(trackBody, secret),
+      'x-team': 'growth',
+    });
+    assert.deepEqual(res, { status: 200, json: { ok: true } });
+    const event = await events.next();
+    assert.equal(event.verified, true);
+    assert.equal(event.method, 'POST');
+    assert.equal(event.path, '/hooks?x=1');
+    assert.deepEqual(event.body, JSON.parse(trackBody));
+    assert.equal(event.rawBody.toString('utf8'), trackBody);
+    assert.equal(event.headers['x-team'], 'growth');
+    assert.equal(rejections.items.length, 0);
+  });
+
+  it('refuses a wrong signature with 401 and never calls onEvent', async () => {
+    reset();
+    const res = await post(listener.url!, trackBody, { 'x-signature': signBody(trackBody, 'another-secret') });
+    assert.equal(res.status, 401);
+    assert.equal(res.json.error, 'invalid_signature');
+    assert.ok(res.json.message);
+    const rejection = await rejections.next();
+    assert.equal(rejection.statusCode, 401);
+    assert.equal(rejection.rawBody?.toString('utf8'), trackBody);
+    assert.equal(events.items.length, 0);
+  });
+
+  it('refuses a body changed after signing with 401', async () => {
+    reset();
+    const tampered = trackBody.replace('12.5', '1250');
+    const res = await post(listener.url!, tampered, { 'x-signature': signBody(trackBody, secret) });
+    assert.equal(res.status, 401);
+    assert.equal(res.json.error, 'invalid_signature');
+    assert.equal(events.items.length, 0);
+  });
+
+  it('refuses a missing signature with 401', async () => {
+    reset();
+    const res = await post(listener.url!, trackBody);
+    assert.equal(res.status, 401);
+    assert.equal(res.json.error, 'missing_signature');
+    assert.equal(events.items.length, 0);
+  });
+
+  it('refuses a correctly signed body that is not JSON with 400', async () => {
+    reset();
+    const broken = '{"type":"track",';
+    const res = await post(listener.url!, broken, { 'x-signature': signBody(broken, secret) });
+    assert.equal(res.status, 400);
+    assert.equal(res.json.error, 'invalid_json');
+    assert.equal((await rejections.next()).code, 'invalid_json');
+    assert.equal(events.items.length, 0);
+  });
+
+  it('refuses JSON that is not an object with 400', async () => {
+    reset();
+    const list = '[1,2,3]';
+    const res = await post(listener.url!, list, { 'x-signature': signBody(list, secret) });
+    assert.equal(res.status, 400);
+    assert.equal(res.json.error, 'not_an_object');
+  });
+
+  it('refuses a body over 1 MB with 413 (declared length)', async () => {
+    reset();
+    const big = Buffer.alloc(1024 * 1024 + 1, 0x61);
+    const res = await post(listener.url!, big, { 'x-signature': signBody(big, secret) });
+    assert.equal(res.status, 413);
+    assert.equal(res.json.error, 'payload_too_large');
+    const rejection = await rejections.next();
+    assert.equal(rejection.rawBody, undefined);
+    assert.equal(events.items.length, 0);
+  });
+
+  it('refuses a body over 1 MB with 413 (chunked, no declared length)', async () => {
+    reset();
+    const chunk = new Uint8Array(256 * 1024).fill(0x62);
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let i = 0; i < 5; i++) controller.enqueue(chunk);
+        controller.close();
+      },
+    });
+    const res = await fetch(listener.url!, { method: 'POST', body: stream, duplex: 'half' } as RequestInit);
+    assert.equal(res.status, 413);
+    await res.arrayBuffer();
+    assert.equal(events.items.length, 0);
+  });
+
+  it('answers other methods with 405', async () => {
+    const res = await fetch(listener.url!);
+    assert.equal(res.status, 405);
+    assert.equal(res.headers.get('allow'), 'POST');
+    await res.arrayBuffer();
+  });
+
+  it('still accepts a valid webhook on the same listener after refusals', async () => {
+    reset();
+    const res = await post(listener.url!, trackBody, { 'x-signature': signBody(trackBody, secret) });
+    assert.equal(res.status, 200);
+    assert.equal((await events.next()).verified, true);
+  });
+});
+
+describe('createListener without a secret', () => {
+  it('accepts unsigned webhooks and marks them unverified', async () => {
+    const events = new Inbox<ReceivedWebhook>();
+    const listener = createListener({ onEvent: events.push });
+    await listener.start();
+    try {
+      const res = await post(listener.url!, trackBody);
+      assert.equal(res.status, 200);
+      const event = await events.next();
+      assert.equal(event.verified, false);
+      assert.match(formatEvent(event), /unsigned/);
+    } finally {
+      await listener.close();
+    }
+  });
+
+  it('answers 200 before a slow onEvent finishes and reports its failure to onError', async () => {
+    const errors = new Inbox<unknown>();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const listener = createListener({
+      onEvent: async () => {
+        await gate;
+        throw new Error('handler broke');
+      },
+      onError: errors.push,
+    });
+    await listener.start();
+    try {
+      const res = await post(listener.url!, trackBody);
+      assert.equal(res.status, 200);
+      release();
+      const error = await errors.next();
+      assert.equal((error as Error).message, 'handler broke');
+    } finally {
+      await listener.close();
+    }
+  });
+
+  it('refuses an empty secret as a configuration mistake', () => {
+    assert.throws(() => createListener({ secret: '' }), TypeError);
+  });
+});
+
+describe('formatEvent and formatRejection', () => {
+  const base = { headers: {}, method: 'POST', path: '/hooks', receivedAtMs: Date.parse('2026-01-02T03:04:05.678Z') };
+
+  it('shows type, event name, messageId, userId and a verified signature', () => {
+    const text = formatEvent({
+      ...base,
+      body: JSON.parse(trackBody),
+      rawBody: Buffer.from(trackBody),
+      verified: true,
+    });
+    assert.equal(
+      text,
+      '2026-01-02T03:04:05.678Z POST /hooks  track "Order Completed"\n' +
+        '  messageId=msg_1 userId=user_42  signature ✓ verified',
+    );
+  });
+
+  it('shows alias identifiers and copes with bodies missing fields', () => {
+    const alias = formatEvent({
+      ...base,
+      body: { type: 'alias', 'Previous ID': 'anon_1', 'User ID': 'user_1' } as never,
+      rawBody: Buffer.alloc(0),
+      verified: false,
+    });
+    assert.match(alias, /alias anon_1 → user_1/);
+    const odd = formatEvent({ ...base, body: {} as never, rawBody: Buffer.alloc(0), verified: false });
+    assert.match(odd, /\(no type\)/);
+  });
+
+  it('marks an invalid signature', () => {
+    const text = formatRejection({
+      ...base,
+      statusCode: 401,
+      code: 'invalid_signature',
+      message: 'X-Signature does not match the body for the configured secret',
+    });
+    assert.match(text, /✗ 401 signature ✗ invalid/);
+  });
+});

@@ -1,0 +1,1 @@
+// placeholder build until the client library lands

@@ -1,0 +1,47 @@
+#!/usr/bin/env node
+// Runs every *.test.ts under packages/*/test with Node's own test runner, TypeScript loaded
+// through tsx and workspace packages resolved to their sources (the "ferry-source" export
+// condition), so the tests never depend on a stale build.
+import { spawn } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const filters = process.argv.slice(2);
+
+function findTests(dir, out = []) {
+  for (const name of readdirSync(dir)) {
+    if (name === 'node_modules' || name === 'dist' || name === 'fixtures') continue;
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) findTests(path, out);
+    else if (name.endsWith('.test.ts')) out.push(path);
+  }
+  return out;
+}
+
+const files = ['packages']
+  .flatMap((d) => findTests(join(root, d)))
+  .map((f) => relative(root, f))
+  .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
+  .sort();
+
+if (files.length === 0) {
+  console.error('no test files matched');
+  process.exit(1);
+}
+
+const child = spawn(
+  process.execPath,
+  [
+    '--conditions=ferry-source',
+    '--import',
+    'tsx',
+    '--test',
+    '--test-concurrency=2',
+    '--test-timeout=120000',
+    ...files,
+  ],
+  { cwd: root, stdio: 'inherit', env: { ...process.env, FERRY_LOG_LEVEL: process.env.FERRY_LOG_LEVEL ?? 'silent' } },
+);
+child.on('exit', (code, signal) => process.exit(signal ? 1 : (code ?? 1)));
