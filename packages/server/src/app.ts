@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
+import { audienceRoutes } from './admin/audience-routes.js';
 import { adminRoutes, hashToken } from './admin/routes.js';
+import { AudienceSync } from './audiences/audience-sync.js';
 import type { FerryConfig } from './config/model.js';
 import { createHttpSender } from './destinations/webhooks/http-sender.js';
 import type { WebhookSender } from './destinations/webhooks/sender.js';
@@ -11,6 +13,7 @@ import { FerryError } from './errors/error-codes.js';
 import { ingestRoutes } from './ingest/routes.js';
 import { RegulationRunner } from './regulations/regulation-runner.js';
 import { Catalog } from './routing/catalog.js';
+import { SqliteAudienceStore } from './store/sqlite/sqlite-audience-store.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
 import type { Store } from './store/store.js';
 import { systemClock, type Clock } from './util/clock.js';
@@ -42,6 +45,8 @@ export interface Ferry {
   readonly catalog: Catalog;
   readonly worker: DeliveryWorker;
   readonly regulations: RegulationRunner;
+  /** Audience and computed-trait sync; undefined on a store without an audience store yet (PostgreSQL). */
+  readonly audiences: AudienceSync | undefined;
   readonly logger: Logger;
   /** Set when no token was given and a new one was made; shown once to the operator. */
   readonly generatedAdminToken: string | undefined;
@@ -94,6 +99,10 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   const worker = new DeliveryWorker({ store, catalog, sender, settings: config.delivery, clock, logger, random: options.random });
   const wake = () => worker.wake();
   const regulations = new RegulationRunner({ store, catalog, clock, logger, onQueued: wake });
+  const audienceStore = store instanceof SqliteStore ? new SqliteAudienceStore(store) : undefined;
+  const audiences = audienceStore
+    ? new AudienceSync({ audiences: audienceStore, catalog, clock, logger, settings: config.audiences, onQueued: wake })
+    : undefined;
 
   const app = Fastify({
     logger: false,
@@ -120,9 +129,14 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   );
   app.get('/health', async () => ({ status: 'ok', version: ferryVersion, store: store.kind }));
   await app.register(async (scope) => ingestRoutes(scope, { store, catalog, clock, logger, onCommitted: wake }));
-  await app.register(async (scope) => adminRoutes(scope, { store, catalog, clock, regulations, adminTokenHash, onQueued: wake }), {
-    prefix: '/admin/v1',
-  });
+  await app.register(
+    async (scope) => {
+      await adminRoutes(scope, { store, catalog, clock, regulations, adminTokenHash, onQueued: wake });
+      // Same scope, so the admin Bearer-token hook guards these routes too.
+      if (audienceStore && audiences) await audienceRoutes(scope, { audiences: audienceStore, sync: audiences, catalog, clock });
+    },
+    { prefix: '/admin/v1' },
+  );
 
   let stopping: Promise<void> | undefined;
   return {
@@ -131,17 +145,22 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     catalog,
     worker,
     regulations,
+    audiences,
     logger,
     generatedAdminToken,
     async start(port, host = '127.0.0.1') {
       const address = await app.listen({ port, host });
       await regulations.resumePending();
-      if (options.deliver !== false) worker.start();
+      if (options.deliver !== false) {
+        worker.start();
+        audiences?.start();
+      }
       return address.replace('[::1]', 'localhost');
     },
     stop() {
       stopping ??= (async () => {
         await app.close();
+        await audiences?.stop();
         await worker.stop();
         await regulations.idle();
         await sender.close();

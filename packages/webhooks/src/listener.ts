@@ -58,7 +58,10 @@ export interface ListenerOptions {
   port?: number;
   /** Interface to bind; default `127.0.0.1` so a local listener is not reachable from the network. */
   host?: string;
-  /** The destination's shared secret. When set, requests without a matching `X-Signature` get 401. */
+  /**
+   * The destination's shared secret. When set, requests without a matching `X-Signature` get
+   * 401. Empty or absent: nothing is checked, as Ferry does not sign for an empty secret.
+   */
   secret?: string;
   /** Larger bodies get 413. Default {@link DEFAULT_MAX_BODY_BYTES}. */
   maxBodyBytes?: number;
@@ -113,13 +116,10 @@ export function createListener(options: ListenerOptions = {}): WebhookListener {
   const host = options.host ?? '127.0.0.1';
   const port = options.port ?? 0;
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  const secret = options.secret;
+  // Ferry's sender does not sign when sharedSecret is empty, so an empty secret means "none" here too.
+  const secret = options.secret === '' ? undefined : options.secret;
   if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes <= 0) {
     throw new RangeError(`maxBodyBytes must be a positive integer, got ${String(options.maxBodyBytes)}`);
-  }
-  if (secret !== undefined && secret.length === 0) {
-    // An empty secret would make every signature check meaningless; it is almost always an unset variable.
-    throw new TypeError('secret must not be empty; omit it to accept unsigned webhooks');
   }
   const onError = options.onError ?? ((error: unknown) => console.error('webhook listener handler failed:', error));
 

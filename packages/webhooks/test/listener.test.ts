@@ -210,8 +210,20 @@ describe('createListener without a secret', () => {
     }
   });
 
-  it('refuses an empty secret as a configuration mistake', () => {
-    assert.throws(() => createListener({ secret: '' }), TypeError);
+  it('treats an empty secret as none, as the sender does', async () => {
+    const events = new Inbox<ReceivedWebhook>();
+    const listener = createListener({ secret: '', onEvent: events.push });
+    await listener.start();
+    try {
+      assert.equal((await post(listener.url!, trackBody)).status, 200);
+      assert.equal((await events.next()).verified, false);
+    } finally {
+      await listener.close();
+    }
+  });
+
+  it('refuses a non-positive body limit', () => {
+    assert.throws(() => createListener({ maxBodyBytes: 0 }), RangeError);
   });
 });
 

@@ -100,7 +100,7 @@ export function applyEnvironment(config: FerryConfig, env: NodeJS.ProcessEnv = p
   else if (raw === '0' || raw === 'false' || raw === 'no') allow = false;
   else {
     throw new ConfigError('FERRY_ALLOW_PRIVATE_NETWORKS', [
-      { path: '', message: `must be 1, true, 0 or false (got ${JSON.stringify(env.FERRY_ALLOW_PRIVATE_NETWORKS)})` },
+      { path: '', message: `must be 1, true, yes, 0, false or no (got ${JSON.stringify(env.FERRY_ALLOW_PRIVATE_NETWORKS)})` },
     ]);
   }
   return { ...config, network: { ...config.network, allowPrivateNetworks: allow } };
@@ -131,14 +131,22 @@ function parseJson(text: string, file: string): unknown {
     return JSON.parse(body) as unknown;
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
-    const position = /position (\d+)/.exec(message)?.[1];
-    const where = position === undefined ? '' : lineAndColumn(body, Number(position));
-    throw new ConfigError(file, [{ path: '', message: `JSON syntax error${where}: ${message}` }]);
+    // V8 quotes the text around the error, which may hold a write key: keep only the reason.
+    const reason = message.replace(/, ".*" is not valid JSON$/s, '').replace(/ in JSON at position \d+.*$/s, '');
+    throw new ConfigError(file, [{ path: '', message: `JSON syntax error${jsonErrorWhere(body, message)}: ${reason}` }]);
   }
 }
 
-function lineAndColumn(text: string, offset: number): string {
-  const before = text.slice(0, offset);
+/**
+ * ` at line L, column C` for a JSON syntax error, or '' when it cannot be placed. Some V8
+ * versions give the offset in the message; others do not, and then the YAML parser, which
+ * reads JSON too, usually finds the same spot.
+ */
+function jsonErrorWhere(body: string, message: string): string {
+  const position = /position (\d+)/.exec(message)?.[1];
+  const offset = position !== undefined ? Number(position) : parseDocument(body).errors[0]?.pos[0];
+  if (offset === undefined) return '';
+  const before = body.slice(0, offset);
   const line = before.split('\n').length;
   const column = offset - before.lastIndexOf('\n');
   return ` at line ${line}, column ${column}`;
@@ -182,9 +190,9 @@ export function expandEnvironment(value: unknown, env: NodeJS.ProcessEnv, file: 
     if (typeof v === 'string') return expandString(v, env, path, issues);
     if (Array.isArray(v)) return v.map((item, i) => walk(item, [...path, i]));
     if (v !== null && typeof v === 'object') {
-      const out: Record<string, unknown> = {};
-      for (const [key, item] of Object.entries(v)) out[key] = walk(item, [...path, key]);
-      return out;
+      // fromEntries defines own properties, so a `__proto__` key stays a key (and is
+      // refused as unknown) instead of replacing the object's prototype.
+      return Object.fromEntries(Object.entries(v).map(([key, item]) => [key, walk(item, [...path, key])]));
     }
     return v;
   };

@@ -76,9 +76,9 @@ export interface ConfigIssue {
 }
 
 /**
- * Formats a path as a reader of the file would write it: `a.b[0].c`, with keys that are
- * not plain identifiers quoted (`headers["X-Team"]` stays readable as `headers.X-Team`
- * only when the name has no dot or space).
+ * Formats a path as a reader of the file would write it: `a.b[0].c`. Keys made of
+ * letters, digits, `_`, `$` and `-` stay bare (`headers.X-Team`); others are quoted
+ * (`headers["X Team"]`).
  */
 export function formatPath(path: readonly PropertyKey[]): string {
   let out = '';

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -10,24 +10,13 @@ const dir = mkdtempSync(join(tmpdir(), 'ferry-config-test-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 let counter = 0;
-/** Writes `text` to a fresh file named `name` and returns its path. */
+/** Writes `text` to `name` in a folder of its own (names repeat across cases) and returns its path. */
 function file(name: string, text: string): string {
   const sub = join(dir, String(counter++));
-  mkdirp(sub);
+  mkdirSync(sub);
   const path = join(sub, name);
   writeFileSync(path, text);
   return path;
-}
-function mkdirp(path: string): void {
-  // mkdtemp gives a unique parent; each case gets its own folder so names can repeat.
-  mkdtempSync; // keep the import list honest for readers: folders are made below
-  rmSync(path, { recursive: true, force: true });
-  writeFileSync; // no-op reference
-  require_mkdir(path);
-}
-import { mkdirSync } from 'node:fs';
-function require_mkdir(path: string): void {
-  mkdirSync(path, { recursive: true });
 }
 
 const yamlConfig = `
@@ -153,6 +142,9 @@ describe('loadConfigFile', () => {
   it('L11 a JSON syntax error gives the line', () => {
     const path = file('ferry.config.json', '{\n  "sources": [\n}\n');
     assertConfigError(() => loadConfigFile(path, {}), /ferry\.config\.json: JSON syntax error at line 3/);
+    const leaky = file('ferry.config.json', '{"sources": [{"id": "a", "writeKey": "wk-must-not-leak" oops}]}');
+    const err = assertConfigError(() => loadConfigFile(leaky, {}), 'JSON syntax error at line 1');
+    assert.ok(!err.message.includes('wk-must-not-leak'));
   });
 
   it('L12 empty files', () => {
@@ -170,14 +162,20 @@ describe('loadConfigFile', () => {
   });
 
   it('L14 a variable cannot inject YAML structure', () => {
-    const path = file('ferry.config.yaml', 'sources:\n  - id: a\n    writeKey: ${KEY}\n');
-    const config = loadConfigFile(path, { KEY: 'k\n  - id: b\n    writeKey: k2' });
+    const path = file('ferry.config.yaml', 'sources:\n  - id: a\n    name: ${NAME}\n    writeKey: k\n');
+    const injected = 'x\n  - id: b\n    writeKey: k2';
+    const config = loadConfigFile(path, { NAME: injected });
     assert.equal(config.sources.length, 1);
-    // The value is one (invalid) string, so no second source was created; refused as a whole:
+    assert.equal(config.sources[0]?.name, injected);
   });
 
   it('L15 a top level that is a list', () => {
     assertConfigError(() => loadConfigFile(file('ferry.config.yaml', '- a\n- b\n'), {}), 'ferry.config.yaml: must be a mapping');
+  });
+
+  it('L15b a __proto__ key is an unknown key, not a prototype', () => {
+    const path = file('ferry.config.json', '{"__proto__": {"sources": []}, "sources": []}');
+    assertConfigError(() => loadConfigFile(path, {}), 'ferry.config.json: __proto__: unknown key');
   });
 
   it('L16 the repository root ferry.config.yaml loads', () => {
@@ -214,7 +212,7 @@ describe('${VAR} expansion', () => {
     { name: 'E12 the value is not expanded again', value: '${A}', env: { A: '${B}', B: 'no' }, expected: '${B}' },
   ];
   for (const c of cases) {
-    it(c.name, () => assert.equal(expandEnvironment({ v: c.value }, c.env, 'f') && (expandEnvironment({ v: c.value }, c.env, 'f') as { v: string }).v, c.expected));
+    it(c.name, () => assert.deepEqual(expandEnvironment({ v: c.value }, c.env, 'f'), { v: c.expected }));
   }
 
   it('E13 keys, numbers and booleans are left alone; lists are walked', () => {
@@ -275,6 +273,6 @@ describe('applyEnvironment', () => {
   });
 
   it('refuses a value it does not understand', () => {
-    assertConfigError(() => applyEnvironment(config, { FERRY_ALLOW_PRIVATE_NETWORKS: 'on' }), 'FERRY_ALLOW_PRIVATE_NETWORKS: must be 1, true, 0 or false');
+    assertConfigError(() => applyEnvironment(config, { FERRY_ALLOW_PRIVATE_NETWORKS: 'on' }), 'FERRY_ALLOW_PRIVATE_NETWORKS: must be 1, true, yes, 0, false or no');
   });
 });

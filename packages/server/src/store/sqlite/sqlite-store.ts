@@ -93,6 +93,8 @@ function toRegulation(r: RegulationRow): Regulation {
 
 interface PendingWork {
   run: () => unknown;
+  /** Whether a caller is told "stored" once this commits (ingestion): such a commit is fsynced. */
+  durable: boolean;
   resolve: (value: any) => void;
   reject: (error: unknown) => void;
 }
@@ -116,7 +118,9 @@ export class SqliteStore implements Store {
     if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true });
     this.db = new Database(options.path);
     this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = FULL');
+    // NORMAL by default: claims and completions may be lost in a power cut and are then simply
+    // redone (delivery is at least once). Commits that acknowledge input switch to FULL.
+    this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 5000');
     this.migrate();
     const db = this.db;
@@ -179,7 +183,7 @@ export class SqliteStore implements Store {
   }
 
   ingest(write: IngestWrite): Promise<IngestOutcome> {
-    return this.inGroupCommit(() => this.applyWrite(write));
+    return this.inGroupCommit(() => this.applyWrite(write), true);
   }
 
   /**
@@ -187,9 +191,9 @@ export class SqliteStore implements Store {
    * runs in one transaction, so concurrent requests share one fsync. Each item runs in its own
    * savepoint, so an item that throws is rolled back and rejected alone.
    */
-  private inGroupCommit<T>(run: () => T): Promise<T> {
+  private inGroupCommit<T>(run: () => T, durable: boolean): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.pending.push({ run, resolve, reject });
+      this.pending.push({ run, durable, resolve, reject });
       if (!this.flushScheduled) {
         this.flushScheduled = true;
         setImmediate(() => this.flushGroup());
@@ -206,7 +210,10 @@ export class SqliteStore implements Store {
       return;
     }
     const results: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+    // In WAL mode a FULL commit's fsync also covers every NORMAL commit before it.
+    const durable = group.some((p) => p.durable);
     try {
+      if (durable) this.db.pragma('synchronous = FULL');
       this.db.transaction(() => {
         for (const p of group) {
           try {
@@ -220,6 +227,8 @@ export class SqliteStore implements Store {
       // The commit itself failed (disk full, read-only file): nothing of the group is stored.
       for (const p of group) p.reject(error);
       return;
+    } finally {
+      if (durable && this.db.open) this.db.pragma('synchronous = NORMAL');
     }
     group.forEach((p, i) => {
       const r = results[i]!;
@@ -334,7 +343,7 @@ export class SqliteStore implements Store {
             ? this.stmts.completeRetry.run({ ...base, nextAttemptAtMs: o.nextAttemptAtMs, lastError: o.lastError })
             : this.stmts.completeDead.run({ ...base, reason: o.reason, lastError: o.lastError });
       return result.changes === 1;
-    });
+    }, false);
   }
 
   async releaseLeases(owner: string, nowMs: number): Promise<number> {
@@ -357,6 +366,17 @@ export class SqliteStore implements Store {
     this.db.transaction(() => {
       for (const d of deliveries) this.insertLooseDelivery(d, nowMs);
     })();
+  }
+
+  /**
+   * Queues deliveries inside the caller's open transaction on {@link database}, so they
+   * commit or roll back together with the caller's own writes (an audience sync).
+   *
+   * @throws Error when no transaction is open: the caller's atomicity would silently be lost.
+   */
+  enqueueInTransaction(deliveries: readonly NewDelivery[], nowMs: number): void {
+    if (!this.db.inTransaction) throw new Error('enqueueInTransaction needs an open transaction');
+    for (const d of deliveries) this.insertLooseDelivery(d, nowMs);
   }
 
   private insertLooseDelivery(d: NewDelivery, nowMs: number): void {

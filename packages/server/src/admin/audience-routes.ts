@@ -1,0 +1,102 @@
+import type { FastifyInstance } from 'fastify';
+import { validateAudience } from '../audiences/audience-schema.js';
+import type { AudienceKind, AudienceRecord, AudienceStore, SyncOutcome } from '../audiences/audience-store.js';
+import type { AudienceSync } from '../audiences/audience-sync.js';
+import { snakeCase } from '../audiences/snake-case.js';
+import { FerryError } from '../errors/error-codes.js';
+import type { Catalog } from '../routing/catalog.js';
+import type { Clock } from '../util/clock.js';
+
+/** What the audience routes need. */
+export interface AudienceRouteDeps {
+  audiences: AudienceStore;
+  sync: AudienceSync;
+  catalog: Catalog;
+  clock: Clock;
+}
+
+const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+/** An audience as the admin API shows it; `trait` is the key its identify calls carry. */
+function toView(a: AudienceRecord) {
+  return {
+    id: a.id,
+    kind: a.kind,
+    name: a.name,
+    trait: snakeCase(a.name),
+    destinationIds: a.destinationIds,
+    sourceIds: a.sourceIds,
+    rule: a.rule,
+    createdAt: iso(a.createdAtMs),
+    memberCount: a.memberCount,
+    syncCount: a.syncCount,
+    lastSyncedAt: iso(a.lastSyncedAtMs),
+  };
+}
+
+function toSyncView(o: SyncOutcome) {
+  return {
+    id: o.id,
+    syncCount: o.syncCount,
+    syncedAt: iso(o.syncedAtMs),
+    added: o.added,
+    removed: o.removed,
+    changed: o.changed,
+    queued: o.queued,
+    memberCount: o.memberCount,
+  };
+}
+
+const collections: { path: string; kind: AudienceKind; noun: string }[] = [
+  { path: '/audiences', kind: 'audience', noun: 'audience' },
+  { path: '/computed-traits', kind: 'computed_trait', noun: 'computed trait' },
+];
+
+/**
+ * Admin routes of audiences (`/audiences`) and computed traits (`/computed-traits`): create
+ * (which runs the first sync at once, so every current member is sent), list, show, delete,
+ * and sync now. Register inside the admin scope so its Bearer-token hook applies.
+ */
+export async function audienceRoutes(app: FastifyInstance, deps: AudienceRouteDeps): Promise<void> {
+  const { audiences, sync, catalog, clock } = deps;
+
+  for (const { path, kind, noun } of collections) {
+    const find = async (id: string): Promise<AudienceRecord> => {
+      const found = await audiences.get(id);
+      if (!found || found.kind !== kind) throw new FerryError('not_found', `no ${noun} ${id}`);
+      return found;
+    };
+
+    app.get(path, async () => ({ [kind === 'audience' ? 'audiences' : 'computedTraits']: (await audiences.list(kind)).map(toView) }));
+
+    app.get<{ Params: { id: string } }>(`${path}/:id`, async (request) => toView(await find(request.params.id)));
+
+    app.post(path, async (request, reply) => {
+      const body = request.body;
+      if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new FerryError('bad_request', 'the body must be a JSON object');
+      const definition = validateAudience(body, kind, {
+        destinations: catalog.destinations(),
+        sourceIds: catalog.sources().map((s) => s.id),
+      });
+      if (!(await audiences.create(definition, clock.now())))
+        throw new FerryError('conflict', `id: an audience or computed trait with id ${JSON.stringify(definition.id)} already exists`, 'id');
+      // The first sync sends every current member (the spec's "when an audience is first created").
+      const first = await sync.sync(definition.id);
+      const created = await find(definition.id);
+      return reply.code(201).send({ ...toView(created), sync: first ? toSyncView(first) : null });
+    });
+
+    app.delete<{ Params: { id: string } }>(`${path}/:id`, async (request, reply) => {
+      await find(request.params.id);
+      await audiences.delete(request.params.id);
+      return reply.code(204).send();
+    });
+
+    app.post<{ Params: { id: string } }>(`${path}/:id/sync`, async (request) => {
+      await find(request.params.id);
+      const outcome = await sync.sync(request.params.id);
+      if (!outcome) throw new FerryError('not_found', `no ${noun} ${request.params.id}`);
+      return toSyncView(outcome);
+    });
+  }
+}

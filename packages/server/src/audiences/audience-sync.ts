@@ -1,0 +1,133 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { AudienceSettings } from '../config/model.js';
+import { buildAudienceIdentifyBody } from '../destinations/webhooks/body.js';
+import type { Catalog } from '../routing/catalog.js';
+import type { NewDelivery } from '../store/store.js';
+import type { Clock } from '../util/clock.js';
+import type { AudienceRecord, AudienceStore, MembershipChange, SyncOutcome } from './audience-store.js';
+import { snakeCase } from './snake-case.js';
+
+/** What the sync needs. Time is injected so windows are tested with a ManualClock. */
+export interface AudienceSyncOptions {
+  audiences: AudienceStore;
+  catalog: Catalog;
+  clock: Clock;
+  logger: Logger;
+  settings: AudienceSettings;
+  /** Called after a sync queued jobs, so the delivery worker looks at once. */
+  onQueued?: () => void;
+  /** Makes the messageId of one change; default `aud_` and a random UUID. */
+  newMessageId?: () => string;
+}
+
+/**
+ * Keeps destinations up to date with audiences and computed traits: each sync sends one
+ * identify per changed user to every enabled Webhooks destination of the audience, with the
+ * trait `{ <name in snake_case>: true | false | count }`. Syncs run one at a time, in order.
+ */
+export class AudienceSync {
+  private queue: Promise<unknown> = Promise.resolve();
+  private timer: NodeJS.Timeout | undefined;
+  private running = false;
+  private readonly newMessageId: () => string;
+
+  constructor(private readonly o: AudienceSyncOptions) {
+    this.newMessageId = o.newMessageId ?? (() => `aud_${randomUUID().replaceAll('-', '')}`);
+  }
+
+  /** Syncs one audience now; null when it does not exist. */
+  sync(id: string): Promise<SyncOutcome | null> {
+    return this.serially(() => this.syncOne(id));
+  }
+
+  /** Syncs every audience and computed trait, in id order; one that fails is logged and the rest go on. */
+  syncAll(): Promise<SyncOutcome[]> {
+    return this.serially(async () => {
+      const all = [...(await this.o.audiences.list('audience')), ...(await this.o.audiences.list('computed_trait'))];
+      all.sort((a, b) => (a.id < b.id ? -1 : 1));
+      const outcomes: SyncOutcome[] = [];
+      for (const a of all) {
+        try {
+          const outcome = await this.syncOne(a.id);
+          if (outcome) outcomes.push(outcome);
+        } catch (err) {
+          this.o.logger.error({ err, audienceId: a.id }, 'audience sync failed; its members stay as they were and the next sync retries');
+        }
+      }
+      return outcomes;
+    });
+  }
+
+  /** Runs {@link syncAll} every `settings.syncIntervalMs` with real timers that do not keep the process alive. */
+  start(): void {
+    this.running = true;
+    this.schedule();
+  }
+
+  /** Stops the loop and waits for a sync in progress, so the store can close after. */
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.queue.catch(() => undefined);
+  }
+
+  private schedule(): void {
+    if (!this.running) return;
+    // The next sync is timed from the end of this one, so a slow sync never overlaps itself.
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.syncAll()
+        .catch((err: unknown) => this.o.logger.error({ err }, 'audience sync loop failed; retrying after the interval'))
+        .finally(() => this.schedule());
+    }, this.o.settings.syncIntervalMs);
+    this.timer.unref();
+  }
+
+  private serially<T>(run: () => Promise<T>): Promise<T> {
+    // One sync at a time: two syncs of one audience interleaving could diff against stale members.
+    const next = this.queue.then(run, run);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private async syncOne(id: string): Promise<SyncOutcome | null> {
+    const nowMs = this.o.clock.now();
+    const outcome = await this.o.audiences.sync({
+      id,
+      nowMs,
+      deliveriesFor: (audience, changes, syncCount) => this.deliveriesFor(audience, changes, syncCount, nowMs),
+    });
+    if (outcome && outcome.added + outcome.removed + outcome.changed > 0) {
+      this.o.logger.info(
+        { audienceId: id, sync: outcome.syncCount, added: outcome.added, removed: outcome.removed, changed: outcome.changed, queued: outcome.queued },
+        'audience synced',
+      );
+    }
+    if (outcome && outcome.queued > 0) this.o.onQueued?.();
+    return outcome;
+  }
+
+  private deliveriesFor(audience: AudienceRecord, changes: readonly MembershipChange[], syncCount: number, nowMs: number): NewDelivery[] {
+    // A disabled destination gets nothing, as with events: it receives what happens after it is
+    // turned on. A destination deleted since the audience was made is skipped the same way.
+    const targets = audience.destinationIds.filter((id) => {
+      const d = this.o.catalog.destination(id);
+      return d !== undefined && d.enabled && d.type === 'Webhooks';
+    });
+    if (targets.length < audience.destinationIds.length) {
+      this.o.logger.debug({ audienceId: audience.id, sync: syncCount, active: targets }, 'audience changes skip disabled or deleted destinations');
+    }
+    if (targets.length === 0) return [];
+    const trait = snakeCase(audience.name);
+    const out: NewDelivery[] = [];
+    for (const change of changes) {
+      // One messageId per change, shared by every destination: the same fact, sent to each.
+      const messageId = this.newMessageId();
+      const body = buildAudienceIdentifyBody({ userId: change.userId, messageId, timestampMs: nowMs, traits: { [trait]: change.value } });
+      for (const destinationId of targets) out.push({ destinationId, kind: 'audience', body, messageId, userId: change.userId });
+    }
+    return out;
+  }
+}

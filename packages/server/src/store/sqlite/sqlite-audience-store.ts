@@ -1,0 +1,212 @@
+import type Database from 'better-sqlite3';
+import {
+  absentValue,
+  type AudienceDefinition,
+  type AudienceKind,
+  type AudienceRecord,
+  type AudienceStore,
+  type MembershipChange,
+  type Rule,
+  type SyncOutcome,
+  type TraitScalar,
+  type TraitValue,
+} from '../../audiences/audience-store.js';
+import type { NewDelivery } from '../store.js';
+import type { SqliteStore } from './sqlite-store.js';
+
+const dayMs = 86_400_000;
+
+interface AudienceRow {
+  id: string;
+  kind: AudienceKind;
+  name: string;
+  config: string;
+  created_at: number;
+  sync_count: number;
+  last_synced_at: number | null;
+  member_count: number;
+}
+
+/** The part of a definition kept as JSON in `audiences.config`. */
+interface StoredConfig {
+  destinationIds: string[];
+  sourceIds: string[] | null;
+  rule: Rule;
+}
+
+function toRecord(r: AudienceRow): AudienceRecord {
+  const config = JSON.parse(r.config) as StoredConfig;
+  return {
+    id: r.id,
+    kind: r.kind,
+    name: r.name,
+    destinationIds: config.destinationIds,
+    sourceIds: config.sourceIds,
+    rule: config.rule,
+    createdAtMs: r.created_at,
+    syncCount: r.sync_count,
+    lastSyncedAtMs: r.last_synced_at,
+    memberCount: r.member_count,
+  };
+}
+
+const selectAudience = `
+  SELECT a.*, (SELECT COUNT(*) FROM audience_members m WHERE m.audience_id = a.id) AS member_count
+  FROM audiences a`;
+
+/**
+ * How json_each reports a trait's JSON type, and the SQL value to compare with. Types are
+ * matched as well as values because SQLite reports `true` as 1 and `"1"` as '1'.
+ */
+function traitMatch(equals: TraitScalar): { clause: string; params: unknown[] } {
+  if (equals === null) return { clause: `jtype = 'null'`, params: [] };
+  if (typeof equals === 'boolean') return { clause: `jtype = ?`, params: [equals ? 'true' : 'false'] };
+  if (typeof equals === 'number') return { clause: `jtype IN ('integer', 'real') AND jvalue = ?`, params: [equals] };
+  return { clause: `jtype = 'text' AND jvalue = ?`, params: [equals] };
+}
+
+/**
+ * The users who qualify now and the value each should hold, as JSON text (what
+ * `audience_members.value` stores, so the diff is a string comparison).
+ */
+function currentValues(db: Database.Database, audience: AudienceRecord, nowMs: number): Map<string, string> {
+  const sourceClause = audience.sourceIds === null ? '' : `AND e.source_id IN (SELECT value FROM json_each(?))`;
+  const sourceParams = audience.sourceIds === null ? [] : [JSON.stringify(audience.sourceIds)];
+  const rule = audience.rule;
+  const out = new Map<string, string>();
+  switch (rule.type) {
+    case 'event':
+    case 'event_count': {
+      const windowClause = rule.withinDays === undefined ? '' : `AND e.received_at >= ?`;
+      const windowParams = rule.withinDays === undefined ? [] : [nowMs - rule.withinDays * dayMs];
+      const having = rule.type === 'event' ? `HAVING COUNT(*) >= ?` : '';
+      const havingParams = rule.type === 'event' ? [rule.minCount] : [];
+      const rows = db
+        .prepare(
+          `SELECT e.user_id AS user_id, COUNT(*) AS n FROM events e
+           WHERE e.type = 'track' AND e.event = ? AND e.user_id IS NOT NULL ${windowClause} ${sourceClause}
+           GROUP BY e.user_id ${having}`,
+        )
+        .all(rule.event, ...windowParams, ...sourceParams, ...havingParams) as { user_id: string; n: number }[];
+      for (const r of rows) out.set(r.user_id, rule.type === 'event' ? 'true' : JSON.stringify(r.n));
+      return out;
+    }
+    case 'trait': {
+      // The latest identify that carries the trait decides, as in a merged profile: an
+      // identify that leaves the trait out does not unset it; one that sends null does.
+      const match = traitMatch(rule.equals);
+      const rows = db
+        .prepare(
+          `WITH latest AS (
+             SELECT e.user_id AS user_id, t.type AS jtype, t.value AS jvalue,
+                    ROW_NUMBER() OVER (PARTITION BY e.user_id ORDER BY e.received_at DESC, e.id DESC) AS rn
+             FROM events e, json_each(e.json, '$.traits') t
+             WHERE e.type = 'identify' AND e.user_id IS NOT NULL AND t.key = ? ${sourceClause})
+           SELECT user_id FROM latest WHERE rn = 1 AND ${match.clause}`,
+        )
+        .all(rule.trait, ...sourceParams, ...match.params) as { user_id: string }[];
+      for (const r of rows) out.set(r.user_id, 'true');
+      return out;
+    }
+  }
+}
+
+/**
+ * Audiences on the SQLite file of a {@link SqliteStore}: same connection, so a sync's
+ * member updates and its delivery jobs commit in one transaction.
+ */
+export class SqliteAudienceStore implements AudienceStore {
+  private readonly db: Database.Database;
+
+  constructor(private readonly store: SqliteStore) {
+    this.db = store.database;
+  }
+
+  async create(definition: AudienceDefinition, nowMs: number): Promise<boolean> {
+    const config: StoredConfig = { destinationIds: definition.destinationIds, sourceIds: definition.sourceIds, rule: definition.rule };
+    const result = this.db
+      .prepare(`INSERT INTO audiences (id, kind, name, config, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`)
+      .run(definition.id, definition.kind, definition.name, JSON.stringify(config), nowMs);
+    return result.changes === 1;
+  }
+
+  async get(id: string): Promise<AudienceRecord | null> {
+    return this.getSync(id);
+  }
+
+  private getSync(id: string): AudienceRecord | null {
+    const row = this.db.prepare(`${selectAudience} WHERE a.id = ?`).get(id) as AudienceRow | undefined;
+    return row ? toRecord(row) : null;
+  }
+
+  async list(kind: AudienceKind): Promise<AudienceRecord[]> {
+    const rows = this.db.prepare(`${selectAudience} WHERE a.kind = ? ORDER BY a.id`).all(kind) as AudienceRow[];
+    return rows.map(toRecord);
+  }
+
+  async delete(id: string): Promise<boolean> {
+    return this.db.transaction(() => {
+      this.db.prepare(`DELETE FROM audience_members WHERE audience_id = ?`).run(id);
+      return this.db.prepare(`DELETE FROM audiences WHERE id = ?`).run(id).changes === 1;
+    })();
+  }
+
+  async sync(args: {
+    id: string;
+    nowMs: number;
+    deliveriesFor: (audience: AudienceRecord, changes: readonly MembershipChange[], syncCount: number) => NewDelivery[];
+  }): Promise<SyncOutcome | null> {
+    const run = this.db.transaction((): SyncOutcome | null => {
+      const audience = this.getSync(args.id);
+      if (!audience) return null;
+      const current = currentValues(this.db, audience, args.nowMs);
+      const stored = new Map(
+        (
+          this.db.prepare(`SELECT user_id, value FROM audience_members WHERE audience_id = ?`).all(args.id) as {
+            user_id: string;
+            value: string;
+          }[]
+        ).map((r) => [r.user_id, r.value]),
+      );
+      const changes: MembershipChange[] = [];
+      for (const [userId, value] of current) {
+        const before = stored.get(userId);
+        if (before === value) continue;
+        changes.push({ userId, change: before === undefined ? 'added' : 'changed', value: JSON.parse(value) as TraitValue });
+      }
+      for (const userId of stored.keys())
+        if (!current.has(userId)) changes.push({ userId, change: 'removed', value: absentValue(audience.kind) });
+      // Users in a stable order, so the jobs (and the receiver) see them sorted.
+      changes.sort((a, b) => (a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0));
+
+      const syncCount = audience.syncCount + 1;
+      const deliveries = changes.length === 0 ? [] : args.deliveriesFor(audience, changes, syncCount);
+      this.store.enqueueInTransaction(deliveries, args.nowMs);
+
+      const upsert = this.db.prepare(
+        `INSERT INTO audience_members (audience_id, user_id, value) VALUES (?, ?, ?)
+         ON CONFLICT (audience_id, user_id) DO UPDATE SET value = excluded.value`,
+      );
+      const remove = this.db.prepare(`DELETE FROM audience_members WHERE audience_id = ? AND user_id = ?`);
+      for (const c of changes) {
+        if (c.change === 'removed') remove.run(args.id, c.userId);
+        else upsert.run(args.id, c.userId, current.get(c.userId)!);
+      }
+      this.db.prepare(`UPDATE audiences SET sync_count = ?, last_synced_at = ? WHERE id = ?`).run(syncCount, args.nowMs, args.id);
+      const count = (n: MembershipChange['change']) => changes.filter((c) => c.change === n).length;
+      return {
+        id: args.id,
+        syncCount,
+        syncedAtMs: args.nowMs,
+        added: count('added'),
+        removed: count('removed'),
+        changed: count('changed'),
+        queued: deliveries.length,
+        memberCount: current.size,
+      };
+    });
+    // IMMEDIATE takes the write lock before reading, so the membership read cannot go stale
+    // before the write (another process on the same file would otherwise race it).
+    return run.immediate();
+  }
+}

@@ -1,0 +1,235 @@
+import assert from 'node:assert/strict';
+import { after, afterEach, before, describe, test } from 'node:test';
+import { ManualClock } from '../../src/util/clock.js';
+import { startFerry, testConfig, webhooksDestination, type TestFerry } from '../helpers/ferry.js';
+import { startReceiver, type TestReceiver } from '../helpers/receiver.js';
+
+const hour = 3_600_000;
+// Retry settings small enough to reason about: 1 s, 2 s, 4 s … capped at 60 s, no jitter.
+const delivery = {
+  timeoutMs: 300,
+  retry: { initialDelayMs: 1000, multiplier: 2, maxDelayMs: 60_000, jitter: 0, windowMs: 4 * hour, maxRetryAfterMs: 600_000 },
+};
+
+/** A Ferry whose worker is driven by hand with a manual clock. */
+async function setup(urls: string[], extra: Record<string, unknown> = {}) {
+  const clock = new ManualClock();
+  const ferry = await startFerry(testConfig([webhooksDestination('hooks', urls, extra)], { delivery }), { clock, deliver: false });
+  return { clock, ferry };
+}
+
+async function deliveries(ferry: TestFerry, status?: string) {
+  const res = await ferry.admin('GET', `/deliveries${status ? `?status=${status}` : ''}`);
+  return res.json.deliveries as any[];
+}
+
+describe('delivery decisions', () => {
+  let a: TestReceiver;
+  let b: TestReceiver;
+  let ferry: TestFerry | undefined;
+  before(async () => {
+    a = await startReceiver();
+    b = await startReceiver();
+  });
+  afterEach(async () => {
+    await ferry?.stop();
+    ferry = undefined;
+    a.requests.length = 0;
+    b.requests.length = 0;
+    a.reply({ status: 200 });
+    b.reply({ status: 200 });
+  });
+  after(async () => {
+    await a.close();
+    await b.close();
+  });
+
+  test('5xx is retried with backoff, not before it is due, then succeeds', async () => {
+    const s = await setup([a.url]);
+    ferry = s.ferry;
+    a.reply({ status: 503 });
+    await ferry.send('/v1/track', { userId: 'u', event: 'E' });
+    await ferry.ferry.worker.runUntilIdle();
+    assert.equal(a.requests.length, 1);
+    const [pending] = await deliveries(ferry, 'pending');
+    assert.equal(pending.attemptCount, 1);
+    assert.equal(Date.parse(pending.nextAttemptAt) - s.clock.now(), 1000);
+    assert.match(pending.lastError, /HTTP 503/);
+
+    s.clock.advance(999);
+    await ferry.ferry.worker.runUntilIdle();
+    assert.equal(a.requests.length, 1, 'nothing is sent before the retry is due');
+
+    s.clock.advance(1);
+    await ferry.ferry.worker.runUntilIdle();
+    assert.equal(a.requests.length, 2);
+    const [again] = await deliveries(ferry, 'pending');
+    assert.equal(Date.parse(again.nextAttemptAt) - s.clock.now(), 2000, 'the second delay doubles');
+
+    a.reply({ status: 200 });
+    s.clock.advance(2000);
+    await ferry.ferry.worker.runUntilIdle();
+    assert.equal(a.requests.length, 3);
+    assert.equal((await deliveries(ferry, 'succeeded')).length, 1);
+    assert.equal(a.requests[0]!.body.toString(), a.requests[2]!.body.toString(), 'a retry sends the same bytes');
+  });
+
+  test('no answer within the time limit is logged as a timeout and retried later', async () => {
+    const s = await setup([a.url]);
+    ferry = s.ferry;
+    a.reply('hang');
+    await ferry.send('/v1/track', { userId: 'u', event: 'E' });
+    await ferry.ferry.worker.runUntilIdle();
+    const [pending] = await deliveries(ferry, 'pending');
+    const detail = await ferry.admin('GET', `/deliveries/${pending.id}`);
+    assert.equal(detail.json.attempts.length, 1);
+    assert.equal(detail.json.attempts[0].errorClass, 'timeout');
+    a.reply({ status: 204 });
+    s.clock.advance(1000);
+    await ferry.ferry.worker.runUntilIdle();
+    assert.equal((await deliveries(ferry, 'succeeded')).length, 1);
+  });
+
+  test('retries stop 4 hours after the first attempt: dead letter with the last error', async () => {
+    const s = await setup([a.url]);
+    ferry = s.ferry;
+    a.reply({ status: 500, body: 'still broken' });
+    await ferry.send('/v1/track', { userId: 'u', event: 'E' });
+    const first = s.clock.now();
+    let rounds = 0;
+    while ((await deliveries(ferry, 'pending')).length > 0 && rounds < 400) {
+      await ferry.ferry.worker.runUntilIdle();
+      const [p] = await deliveries(ferry, 'pending');
+      if (p) s.clock.set(Date.parse(p.nextAttemptAt));
+      rounds++;
+    }
+    const [dead] = await deliveries(ferry, 'dead');
+    assert.ok(dead, 'dead-lettered');
+    assert.equal(dead.deadReason, 'retry_window_exhausted');
+    assert.match(dead.lastError, /HTTP 500/);
+    assert.equal(s.clock.now() - first, 4 * hour, 'the last attempt is at the end of the window');
+    // Delays 1, 2, 4 … 32 s, then 60 s steps, then one last attempt exactly at the window's end.
+    let t = 0;
+    let expected = 1;
+    for (let delay = 1000; t < 4 * hour; delay = Math.min(delay * 2, 60_000)) {
+      t = Math.min(t + delay, 4 * hour);
+      expected++;
+    }
+    assert.equal(a.requests.length, expected);
+    const detail = await ferry.admin('GET', `/deliveries/${dead.id}`);
+    assert.equal(detail.json.attempts.length, expected);
+    assert.equal(detail.json.attempts.at(-1).responseBody, 'still broken');
+  });
+
+  test('a 4xx other than 408/429 dead-letters at once; replay sends it again with the same messageId', async () => {
+    const s = await setup([a.url]);
+    ferry = s.ferry;
+    a.reply({ status: 404 });
+    await ferry.send('/v1/track', { userId: 'u', event: 'E', messageId: 'replay-me' });
+    await ferry.ferry.worker.runUntilIdle();
+    const letters = await ferry.admin('GET', '/dead-letters');
+    assert.equal(letters.json.deliveries.length, 1);
+    assert.equal(letters.json.deliveries[0].deadReason, 'non_retryable_response');
+    a.reply({ status: 200 });
+    const replay = await ferry.admin('POST', `/dead-letters/${letters.json.deliveries[0].id}/replay`);
+    assert.deepEqual(replay.json, { replayed: 1 });
+    await ferry.ferry.worker.runUntilIdle();
+    assert.equal(a.requests.length, 2);
+    assert.equal(a.requests[1]!.json.messageId, 'replay-me');
+    const detail = await ferry.admin('GET', `/deliveries/${letters.json.deliveries[0].id}`);
+    assert.equal(detail.json.status, 'succeeded');
+    assert.deepEqual(detail.json.attempts.map((x: any) => x.trigger), ['scheduled', 'manual']);
+  });
+
+  test('bulk replay takes every dead letter of a destination', async () => {
+    const s = await setup([a.url]);
+    ferry = s.ferry;
+    a.reply({ status: 400 });
+    await ferry.send('/v1/batch', { batch: [1, 2, 3].map((i) => ({ type: 'track', userId: `u${i}`, event: 'E' })) });
+    await ferry.ferry.worker.runUntilIdle();
+    assert.equal((await deliveries(ferry, 'dead')).length, 3);
+    a.reply({ status: 200 });
+    const replay = await ferry.admin('POST', '/dead-letters/replay', { destinationId: 'hooks' });
+    assert.equal(replay.json.replayed, 3);
+    await ferry.ferry.worker.runUntilIdle();
+    assert.equal((await deliveries(ferry, 'succeeded')).length, 3);
+  });
+
+  test('408 and 429 are retried; Retry-After is honoured', async () => {
+    const s = await setup([a.url]);
+    ferry = s.ferry;
+    a.reply({ status: 429, headers: { 'retry-after': '120' } });
+    await ferry.send('/v1/track', { userId: 'u', event: 'E' });
+    await ferry.ferry.worker.runUntilIdle();
+    const [p] = await deliveries(ferry, 'pending');
+    assert.equal(Date.parse(p.nextAttemptAt) - s.clock.now(), 120_000);
+    a.reply({ status: 408 });
+    s.clock.advance(120_000);
+    await ferry.ferry.worker.runUntilIdle();
+    const [p2] = await deliveries(ferry, 'pending');
+    assert.equal(p2.attemptCount, 2);
+  });
+
+  test('a redirect is not followed and counts as a failure', async () => {
+    const s = await setup([a.url]);
+    ferry = s.ferry;
+    a.reply({ status: 302, headers: { location: `${b.url}/elsewhere` } });
+    await ferry.send('/v1/track', { userId: 'u', event: 'E' });
+    await ferry.ferry.worker.runUntilIdle();
+    assert.equal(b.requests.length, 0);
+    const [dead] = await deliveries(ferry, 'dead');
+    assert.match(dead.lastError, /HTTP 302/);
+  });
+
+  test('any one URL answering 2xx ends the event: the failing URL is not retried', async () => {
+    const s = await setup([a.url, b.url]);
+    ferry = s.ferry;
+    a.reply({ status: 500 });
+    await ferry.send('/v1/track', { userId: 'u', event: 'E' });
+    await ferry.ferry.worker.runUntilIdle();
+    s.clock.advance(hour);
+    await ferry.ferry.worker.runUntilIdle();
+    assert.equal(a.requests.length, 1);
+    assert.equal(b.requests.length, 1);
+    const [done] = await deliveries(ferry, 'succeeded');
+    const detail = await ferry.admin('GET', `/deliveries/${done.id}`);
+    const byUrl = Object.fromEntries(detail.json.attempts.map((x: any) => [x.url, x]));
+    assert.equal(byUrl[a.url].statusCode, 500);
+    assert.equal(byUrl[a.url].errorClass, 'http');
+    assert.equal(byUrl[b.url].statusCode, 200);
+  });
+
+  test('one URL failing temporarily and another permanently is retried', async () => {
+    const s = await setup([a.url, b.url]);
+    ferry = s.ferry;
+    a.reply({ status: 503 });
+    b.reply({ status: 401 });
+    await ferry.send('/v1/track', { userId: 'u', event: 'E' });
+    await ferry.ferry.worker.runUntilIdle();
+    assert.equal((await deliveries(ferry, 'pending')).length, 1);
+  });
+
+  test('the attempt log keeps the first KB of the response body', async () => {
+    const s = await setup([a.url]);
+    ferry = s.ferry;
+    a.reply({ status: 422, body: 'x'.repeat(5000) });
+    await ferry.send('/v1/track', { userId: 'u', event: 'E' });
+    await ferry.ferry.worker.runUntilIdle();
+    const [dead] = await deliveries(ferry, 'dead');
+    const detail = await ferry.admin('GET', `/deliveries/${dead.id}`);
+    const attempt = detail.json.attempts[0];
+    assert.equal(attempt.responseBody.length, 1024);
+    assert.equal(attempt.statusCode, 422);
+    assert.equal(typeof attempt.latencyMs, 'number');
+    assert.equal(attempt.trigger, 'scheduled');
+  });
+
+  test('without a shared secret no X-Signature header is sent', async () => {
+    const s = await setup([a.url], { settings: { sharedSecret: undefined } });
+    ferry = s.ferry;
+    await ferry.send('/v1/track', { userId: 'u', event: 'E' });
+    await ferry.ferry.worker.runUntilIdle();
+    assert.equal(a.requests.length, 1);
+    assert.equal(a.requests[0]!.headers['x-signature'], undefined);
+  });
+});

@@ -1,0 +1,470 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { createServer as createHttpServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { createHttpSender, parseRetryAfter, classify } from '../../src/destinations/webhooks/http-sender.js';
+import type { SendRequest, WebhookSender } from '../../src/destinations/webhooks/sender.js';
+import { ManualClock } from '../../src/util/clock.js';
+
+const fixture = (name: string): Buffer => readFileSync(new URL(`../fixtures/tls/${name}`, import.meta.url));
+
+interface Received {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+}
+
+interface Receiver {
+  url: string;
+  port: number;
+  requests: Received[];
+  connections: number;
+  close(): Promise<void>;
+}
+
+type Handler = (req: IncomingMessage, res: ServerResponse, body: Buffer) => void;
+
+const answer200: Handler = (_req, res) => {
+  res.writeHead(200, { 'content-type': 'text/plain' });
+  res.end('ok');
+};
+
+/** A loopback HTTP(S) receiver that records every request its handler saw. */
+async function startReceiver(handler: Handler = answer200, tls?: { key: Buffer; cert: Buffer }): Promise<Receiver> {
+  const requests: Received[] = [];
+  const listener = (req: IncomingMessage, res: ServerResponse): void => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      requests.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
+      handler(req, res, body);
+    });
+  };
+  const server = tls ? createHttpsServer(tls, listener) : createHttpServer(listener);
+  const state = { connections: 0 };
+  server.on(tls ? 'secureConnection' : 'connection', () => state.connections++);
+  // TLS handshake failures are expected in some tests; they must not crash the process.
+  server.on('tlsClientError', () => {});
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `${tls ? 'https' : 'http'}://127.0.0.1:${port}`,
+    port,
+    requests,
+    get connections() {
+      return state.connections;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+function post(url: string, extra: Partial<SendRequest> = {}): SendRequest {
+  return {
+    url,
+    headers: { 'content-type': 'application/json', 'user-agent': 'Ferry/test' },
+    body: Buffer.from('{"version":1,"type":"track","event":"Test"}'),
+    timeoutMs: 5000,
+    ...extra,
+  };
+}
+
+describe('createHttpSender over plain HTTP', () => {
+  let sender: WebhookSender;
+  const clock = new ManualClock();
+  before(() => {
+    sender = createHttpSender({ allowPrivateNetworks: true, allowedNetworks: [], clock });
+  });
+  after(() => sender.close());
+
+  it('POSTs the exact body bytes and the given headers, and reports a 2xx as success', async () => {
+    const receiver = await startReceiver();
+    try {
+      const body = Buffer.concat([Buffer.from('{"name":"Zoë ☃"}'), Buffer.from([0x00, 0xff, 0x0a])]);
+      const result = await sender.send(
+        post(`${receiver.url}/hooks/ferry?team=growth`, {
+          headers: {
+            'Content-Type': 'application/json',
+            'User-Agent': 'Ferry/0.1.0',
+            'X-Signature': 'abc123',
+            'X-Team': 'growth',
+          },
+          body,
+        }),
+      );
+      assert.equal(result.statusCode, 200);
+      assert.equal(result.errorClass, undefined);
+      assert.equal(result.errorMessage, undefined);
+      assert.equal(result.responseBody, 'ok');
+      assert.equal(result.url, `${receiver.url}/hooks/ferry?team=growth`);
+      assert.equal(result.startedAtMs, clock.now());
+      assert.equal(result.latencyMs, 0);
+
+      assert.equal(receiver.requests.length, 1);
+      const [got] = receiver.requests as [Received];
+      assert.equal(got.method, 'POST');
+      assert.equal(got.url, '/hooks/ferry?team=growth');
+      assert.deepEqual(got.body, body);
+      assert.equal(got.headers['content-type'], 'application/json');
+      assert.equal(got.headers['user-agent'], 'Ferry/0.1.0');
+      assert.equal(got.headers['x-signature'], 'abc123');
+      assert.equal(got.headers['x-team'], 'growth');
+      assert.equal(got.headers['content-length'], String(body.length));
+      assert.equal(got.headers.host, `127.0.0.1:${receiver.port}`);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('keeps Host and framing headers under its own control', async () => {
+    const receiver = await startReceiver();
+    try {
+      const result = await sender.send(
+        post(receiver.url, { headers: { host: 'internal.example', 'content-length': '1', connection: 'close' } }),
+      );
+      assert.equal(result.statusCode, 200);
+      const [got] = receiver.requests as [Received];
+      assert.equal(got.headers.host, `127.0.0.1:${receiver.port}`);
+      assert.equal(got.headers['content-length'], String(post('').body.length));
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('reuses one keep-alive connection for consecutive requests, also after a response body over 1 KB', async () => {
+    const receiver = await startReceiver((_req, res) => res.end('y'.repeat(4096)));
+    try {
+      for (let i = 0; i < 3; i++) {
+        assert.equal((await sender.send(post(receiver.url))).statusCode, 200);
+        // undici marks the connection free once the parser returns, one turn after the body ends.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      assert.equal(receiver.requests.length, 3);
+      assert.equal(receiver.connections, 1);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  for (const status of [500, 503, 404, 410]) {
+    it(`reports ${status} as an http failure with its status code`, async () => {
+      const receiver = await startReceiver((_req, res) => {
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end('{"error":"nope"}');
+      });
+      try {
+        const result = await sender.send(post(receiver.url));
+        assert.equal(result.statusCode, status);
+        assert.equal(result.errorClass, 'http');
+        assert.equal(result.errorMessage, `HTTP ${status}`);
+        assert.equal(result.responseBody, '{"error":"nope"}');
+        assert.equal(result.retryAfterMs, undefined);
+      } finally {
+        await receiver.close();
+      }
+    });
+  }
+
+  for (const status of [301, 302, 307, 308]) {
+    it(`does not follow a ${status} redirect: the target receives nothing`, async () => {
+      const target = await startReceiver();
+      const receiver = await startReceiver((_req, res) => {
+        res.writeHead(status, { location: `${target.url}/elsewhere` });
+        res.end();
+      });
+      try {
+        const result = await sender.send(post(receiver.url));
+        assert.equal(result.statusCode, status);
+        assert.equal(result.errorClass, 'http');
+        assert.match(result.errorMessage ?? '', /not followed/);
+        assert.equal(receiver.requests.length, 1);
+        assert.equal(target.requests.length, 0);
+      } finally {
+        await receiver.close();
+        await target.close();
+      }
+    });
+  }
+
+  it('reads Retry-After in seconds on a 429', async () => {
+    const receiver = await startReceiver((_req, res) => {
+      res.writeHead(429, { 'retry-after': '120' });
+      res.end();
+    });
+    try {
+      const result = await sender.send(post(receiver.url));
+      assert.equal(result.statusCode, 429);
+      assert.equal(result.errorClass, 'http');
+      assert.equal(result.retryAfterMs, 120_000);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('reads Retry-After as an HTTP date relative to the injected clock', async () => {
+    const receiver = await startReceiver((_req, res) => {
+      res.writeHead(429, { 'retry-after': new Date(clock.now() + 90_000).toUTCString() });
+      res.end();
+    });
+    try {
+      const result = await sender.send(post(receiver.url));
+      assert.equal(result.statusCode, 429);
+      assert.equal(result.retryAfterMs, 90_000);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('reads Retry-After on a 503 too', async () => {
+    const receiver = await startReceiver((_req, res) => {
+      res.writeHead(503, { 'retry-after': '7' });
+      res.end('maintenance');
+    });
+    try {
+      const result = await sender.send(post(receiver.url));
+      assert.equal(result.statusCode, 503);
+      assert.equal(result.retryAfterMs, 7000);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('gives up with errorClass timeout when no response head arrives within timeoutMs', async () => {
+    const receiver = await startReceiver(() => {
+      // never answers
+    });
+    try {
+      const result = await sender.send(post(receiver.url, { timeoutMs: 200 }));
+      assert.equal(result.errorClass, 'timeout');
+      assert.equal(result.statusCode, undefined);
+      assert.equal(receiver.requests.length, 1);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('keeps the first KB of a large response body and discards the rest', async () => {
+    const receiver = await startReceiver((_req, res) => res.end('x'.repeat(1024 * 1024)));
+    try {
+      const result = await sender.send(post(receiver.url));
+      assert.equal(result.statusCode, 200);
+      assert.equal(result.responseBody, 'x'.repeat(1024));
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('does not split a multi-byte character at the 1 KB cut', async () => {
+    const receiver = await startReceiver((_req, res) => res.end(`a${'é'.repeat(600)}`));
+    try {
+      const result = await sender.send(post(receiver.url));
+      assert.equal(result.responseBody, `a${'é'.repeat(511)}`);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('does not wait forever for a response body that never ends', async () => {
+    const receiver = await startReceiver((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('partial');
+    });
+    try {
+      const result = await sender.send(post(receiver.url, { timeoutMs: 200 }));
+      assert.equal(result.statusCode, 200);
+      assert.equal(result.errorClass, undefined);
+      assert.equal(result.responseBody, 'partial');
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('reports a refused connection as connect', async () => {
+    const closed = await startReceiver();
+    await closed.close();
+    const result = await sender.send(post(closed.url));
+    assert.equal(result.errorClass, 'connect');
+    assert.equal(result.statusCode, undefined);
+    assert.match(result.errorMessage ?? '', /ECONNREFUSED/);
+  });
+
+  it('reports a connection closed before any response as connect', async () => {
+    const receiver = await startReceiver((req) => req.socket.destroy());
+    try {
+      const result = await sender.send(post(receiver.url));
+      assert.equal(result.errorClass, 'connect');
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('reports an unresolvable host name as dns', async () => {
+    const result = await sender.send(post('http://no-such-host.ferry-test.invalid/hooks'));
+    assert.equal(result.errorClass, 'dns');
+  });
+
+  const invalidUrls = [
+    'not a url',
+    'ftp://127.0.0.1/hooks',
+    'file:///etc/passwd',
+    'http://user:secret@127.0.0.1/hooks',
+  ];
+  for (const url of invalidUrls) {
+    it(`refuses ${JSON.stringify(url)} as invalid_url`, async () => {
+      const result = await sender.send(post(url));
+      assert.equal(result.errorClass, 'invalid_url');
+      assert.ok(result.errorMessage);
+    });
+  }
+
+  it('returns a protocol failure instead of throwing for a header value with CR/LF, sending nothing', async () => {
+    const receiver = await startReceiver();
+    try {
+      const result = await sender.send(post(receiver.url, { headers: { 'x-team': 'a\r\nx-injected: 1' } }));
+      assert.equal(result.errorClass, 'protocol');
+      assert.equal(receiver.requests.length, 0);
+    } finally {
+      await receiver.close();
+    }
+  });
+});
+
+describe('createHttpSender over HTTPS', () => {
+  it('refuses a self-signed certificate with tls before any request is sent', async () => {
+    const receiver = await startReceiver(answer200, { key: fixture('self-signed.key'), cert: fixture('self-signed.crt') });
+    const sender = createHttpSender({ allowPrivateNetworks: true, allowedNetworks: [] });
+    try {
+      const result = await sender.send(post(receiver.url));
+      assert.equal(result.errorClass, 'tls');
+      assert.equal(result.statusCode, undefined);
+      assert.match(result.errorMessage ?? '', /self[- ]signed/i);
+      assert.equal(receiver.requests.length, 0);
+      assert.equal(receiver.connections, 0);
+    } finally {
+      await sender.close();
+      await receiver.close();
+    }
+  });
+
+  it('refuses a self-signed certificate even when another CA is trusted', async () => {
+    const receiver = await startReceiver(answer200, { key: fixture('self-signed.key'), cert: fixture('self-signed.crt') });
+    const sender = createHttpSender({ allowPrivateNetworks: true, allowedNetworks: [], ca: fixture('ca.crt') });
+    try {
+      const result = await sender.send(post(receiver.url));
+      assert.equal(result.errorClass, 'tls');
+      assert.equal(receiver.requests.length, 0);
+    } finally {
+      await sender.close();
+      await receiver.close();
+    }
+  });
+
+  it('refuses a certificate from an untrusted private CA with tls', async () => {
+    const receiver = await startReceiver(answer200, { key: fixture('localhost.key'), cert: fixture('localhost.crt') });
+    const sender = createHttpSender({ allowPrivateNetworks: true, allowedNetworks: [] });
+    try {
+      const result = await sender.send(post(receiver.url));
+      assert.equal(result.errorClass, 'tls');
+      assert.equal(receiver.requests.length, 0);
+    } finally {
+      await sender.close();
+      await receiver.close();
+    }
+  });
+
+  it('delivers to a receiver whose certificate is signed by the trusted `ca`, by IP and by host name', async () => {
+    const receiver = await startReceiver(answer200, { key: fixture('localhost.key'), cert: fixture('localhost.crt') });
+    const sender = createHttpSender({ allowPrivateNetworks: true, allowedNetworks: [], ca: [fixture('ca.crt')] });
+    try {
+      const byIp = await sender.send(post(`https://127.0.0.1:${receiver.port}/hooks`));
+      assert.equal(byIp.statusCode, 200);
+      assert.equal(byIp.errorClass, undefined);
+      const byName = await sender.send(post(`https://localhost:${receiver.port}/hooks`));
+      assert.equal(byName.statusCode, 200);
+      assert.equal(byName.errorClass, undefined);
+      assert.equal(receiver.requests.length, 2);
+      assert.deepEqual(receiver.requests[0]?.body, post('').body);
+    } finally {
+      await sender.close();
+      await receiver.close();
+    }
+  });
+});
+
+describe('createHttpSender lifecycle', () => {
+  it('answers sends after close() with a failure value instead of throwing', async () => {
+    const sender = createHttpSender({ allowPrivateNetworks: true, allowedNetworks: [] });
+    await sender.close();
+    const result = await sender.send(post('http://127.0.0.1:9/'));
+    assert.equal(result.errorClass, 'protocol');
+  });
+
+  it('refuses a malformed allowedNetworks entry at construction', () => {
+    assert.throws(
+      () => createHttpSender({ allowPrivateNetworks: false, allowedNetworks: ['10.0.0.0/33'] }),
+      /10\.0\.0\.0\/33/,
+    );
+    assert.throws(() => createHttpSender({ allowPrivateNetworks: false, allowedNetworks: ['intranet'] }), RangeError);
+  });
+});
+
+describe('parseRetryAfter', () => {
+  const now = Date.parse('2026-01-01T00:00:00.000Z');
+  const cases: Array<[string | undefined, number | undefined]> = [
+    [undefined, undefined],
+    ['0', 0],
+    ['30', 30_000],
+    [' 120 ', 120_000],
+    ['Thu, 01 Jan 2026 00:01:30 GMT', 90_000],
+    ['Wed, 31 Dec 2025 23:00:00 GMT', 0],
+    ['1.5', undefined],
+    ['-5', undefined],
+    ['soon', undefined],
+    ['', undefined],
+  ];
+  for (const [value, expected] of cases) {
+    it(`${JSON.stringify(value)} -> ${String(expected)}`, () => {
+      assert.equal(parseRetryAfter(value, now), expected);
+    });
+  }
+});
+
+describe('classify', () => {
+  const err = (code: string): Error => Object.assign(new Error(code), { code });
+  const cases: Array<[unknown, string]> = [
+    [err('ENOTFOUND'), 'dns'],
+    [err('EAI_AGAIN'), 'dns'],
+    [err('ECONNREFUSED'), 'connect'],
+    [err('ECONNRESET'), 'connect'],
+    [err('EHOSTUNREACH'), 'connect'],
+    [err('ENETUNREACH'), 'connect'],
+    [err('UND_ERR_SOCKET'), 'connect'],
+    [err('DEPTH_ZERO_SELF_SIGNED_CERT'), 'tls'],
+    [err('SELF_SIGNED_CERT_IN_CHAIN'), 'tls'],
+    [err('UNABLE_TO_VERIFY_LEAF_SIGNATURE'), 'tls'],
+    [err('ERR_TLS_CERT_ALTNAME_INVALID'), 'tls'],
+    [err('CERT_HAS_EXPIRED'), 'tls'],
+    [err('ERR_SSL_WRONG_VERSION_NUMBER'), 'tls'],
+    [err('UND_ERR_CONNECT_TIMEOUT'), 'timeout'],
+    [err('UND_ERR_HEADERS_TIMEOUT'), 'timeout'],
+    [err('ERR_FERRY_SSRF_REFUSED'), 'ssrf'],
+    [new AggregateError([err('ECONNREFUSED'), err('ECONNREFUSED')], ''), 'connect'],
+    [Object.assign(new TypeError('fetch failed'), { cause: err('ENOTFOUND') }), 'dns'],
+    [err('HPE_INVALID_CONSTANT'), 'protocol'],
+    [new Error('something else'), 'protocol'],
+    ['a string', 'protocol'],
+  ];
+  for (const [error, expected] of cases) {
+    const name = error instanceof Error ? ((error as { code?: string }).code ?? error.constructor.name) : String(error);
+    it(`${name} -> ${expected}`, () => {
+      assert.equal(classify(error), expected);
+    });
+  }
+});

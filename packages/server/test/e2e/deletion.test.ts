@@ -1,0 +1,90 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { ManualClock } from '../../src/util/clock.js';
+import { startFerry, testConfig, webhooksDestination, type TestFerry } from '../helpers/ferry.js';
+import { startReceiver, type TestReceiver } from '../helpers/receiver.js';
+
+describe('deletion requests (regulations)', () => {
+  let receiver: TestReceiver;
+  let offReceiver: TestReceiver;
+  let ferry: TestFerry;
+  const clock = new ManualClock(Date.parse('2026-05-05T05:05:05.555Z'));
+
+  before(async () => {
+    receiver = await startReceiver({ status: 500 });
+    offReceiver = await startReceiver();
+    ferry = await startFerry(
+      testConfig([
+        webhooksDestination('hooks', [receiver.url], { sources: ['app', 'other'] }),
+        webhooksDestination('off', [offReceiver.url], { enabled: false }),
+      ]),
+      { clock, deliver: false },
+    );
+  });
+  after(async () => {
+    await ferry.stop();
+    await receiver.close();
+    await offReceiver.close();
+  });
+
+  test('purges the users’ events and pending deliveries, then sends one delete body per enabled destination', async () => {
+    await ferry.send('/v1/batch', {
+      batch: [
+        { type: 'track', userId: 'gone', event: 'A', messageId: 'g1' },
+        { type: 'identify', userId: 'gone', traits: { email: 'x@example.com' }, messageId: 'g2' },
+        { type: 'track', userId: 'kept', event: 'A', messageId: 'k1' },
+      ],
+    });
+    // A failed first attempt leaves the deliveries pending, as they would be in a backlog.
+    await ferry.ferry.worker.runUntilIdle();
+    const before = (await ferry.admin('GET', '/stats')).json;
+    assert.equal(before.events, 3);
+
+    const res = await ferry.admin('POST', '/regulations', { userIds: ['gone'] });
+    assert.equal(res.status, 202);
+    assert.match(res.json.id, /^reg_/);
+    await ferry.ferry.regulations.idle();
+
+    const status = await ferry.admin('GET', `/regulations/${res.json.id}`);
+    assert.equal(status.json.status, 'done');
+    assert.equal(status.json.eventsDeleted, 2);
+    assert.equal(status.json.deliveriesDeleted, 2);
+    assert.equal(status.json.notificationsQueued, 1, 'one notice for the one enabled destination');
+
+    assert.equal((await ferry.admin('GET', '/stats')).json.events, 1);
+    assert.equal((await ferry.admin('GET', '/deliveries?messageId=g1')).json.deliveries.length, 0);
+    assert.equal((await ferry.admin('GET', '/deliveries?messageId=k1')).json.deliveries.length, 1);
+
+    receiver.reply({ status: 200 });
+    receiver.requests.length = 0;
+    await ferry.ferry.worker.runUntilIdle();
+    const deletes = receiver.requests.filter((r) => r.json.type === 'delete');
+    assert.equal(deletes.length, 1);
+    assert.equal(deletes[0]!.body.toString(), '{"type":"delete","userId":"gone","timestamp":"2026-05-05T05:05:05.555Z"}');
+    assert.ok(deletes[0]!.headers['x-signature'], 'delete notices are signed too');
+    assert.equal(offReceiver.requests.length, 0, 'a disabled destination is not notified');
+  });
+
+  test('a request limited to sources leaves the user’s data in other sources alone', async () => {
+    await ferry.send('/v1/track', { userId: 'split', event: 'A', messageId: 's-app' });
+    await ferry.send('/v1/track', { userId: 'split', event: 'A', messageId: 's-other' }, { writeKey: 'other-write-key' });
+    const res = await ferry.admin('POST', '/regulations', { userIds: ['split'], sourceIds: ['other'] });
+    assert.equal(res.status, 202);
+    await ferry.ferry.regulations.idle();
+    assert.equal((await ferry.admin('GET', `/regulations/${res.json.id}`)).json.eventsDeleted, 1);
+    assert.equal((await ferry.admin('GET', '/deliveries?messageId=s-app')).json.deliveries.length, 1);
+    assert.equal((await ferry.admin('GET', '/deliveries?messageId=s-other')).json.deliveries.length, 0);
+  });
+
+  test('bad requests are refused with a stable code', async () => {
+    for (const body of [{}, { userIds: [] }, { userIds: [1] }, { userIds: ['a'], sourceIds: 'app' }]) {
+      const res = await ferry.admin('POST', '/regulations', body);
+      assert.equal(res.status, 400, JSON.stringify(body));
+      assert.equal(res.json.success, false);
+    }
+    const unknown = await ferry.admin('POST', '/regulations', { userIds: ['a'], sourceIds: ['nope'] });
+    assert.equal(unknown.status, 400);
+    assert.equal(unknown.json.errors[0].code, 'invalid_settings');
+    assert.equal((await ferry.admin('GET', '/regulations/reg_missing')).status, 404);
+  });
+});

@@ -1,0 +1,94 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { after, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { startFerry, testConfig, webhooksDestination } from '../helpers/ferry.js';
+import { startReceiver } from '../helpers/receiver.js';
+
+const fixture = (name: string) => readFileSync(fileURLToPath(new URL(`../fixtures/tls/${name}`, import.meta.url)));
+
+async function httpsReceiver(cert: string, key: string) {
+  let requests = 0;
+  const server = createServer({ cert: fixture(cert), key: fixture(key) }, (_req, res) => {
+    requests++;
+    res.writeHead(200).end();
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    url: `https://localhost:${(server.address() as AddressInfo).port}/hook`,
+    get requests() {
+      return requests;
+    },
+    close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))),
+  };
+}
+
+describe('TLS and network policy at the destination', () => {
+  const closers: (() => Promise<void>)[] = [];
+  after(async () => {
+    for (const c of closers) await c();
+  });
+
+  test('a self-signed certificate raises an error and no request is sent', async () => {
+    const receiver = await httpsReceiver('self-signed.crt', 'self-signed.key');
+    closers.push(receiver.close);
+    const ferry = await startFerry(testConfig([webhooksDestination('tls', [receiver.url])]), { deliver: false });
+    closers.push(ferry.stop);
+    await ferry.send('/v1/track', { userId: 'u', event: 'E' });
+    await ferry.ferry.worker.runUntilIdle();
+    assert.equal(receiver.requests, 0);
+    const [dead] = (await ferry.admin('GET', '/dead-letters')).json.deliveries;
+    assert.equal(dead.deadReason, 'non_retryable_response');
+    const detail = await ferry.admin('GET', `/deliveries/${dead.id}`);
+    assert.equal(detail.json.attempts[0].errorClass, 'tls');
+  });
+
+  test('a certificate from a CA the process trusts works', async () => {
+    const receiver = await httpsReceiver('localhost.crt', 'localhost.key');
+    closers.push(receiver.close);
+    const ferry = await startFerry(testConfig([webhooksDestination('tls', [receiver.url])]), { deliver: false, ca: fixture('ca.crt') });
+    closers.push(ferry.stop);
+    await ferry.send('/v1/track', { userId: 'u', event: 'E' });
+    await ferry.ferry.worker.runUntilIdle();
+    assert.equal(receiver.requests, 1);
+    assert.equal((await ferry.admin('GET', '/deliveries?status=succeeded')).json.deliveries.length, 1);
+  });
+
+  test('the SSRF guard refuses loopback by default and no request reaches it', async () => {
+    const receiver = await startReceiver();
+    closers.push(receiver.close);
+    const config = testConfig([webhooksDestination('ssrf', [receiver.url, receiver.url.replace('127.0.0.1', 'localhost') + '/named'])]);
+    config.network.allowPrivateNetworks = false;
+    const ferry = await startFerry(config, { deliver: false });
+    closers.push(ferry.stop);
+    await ferry.send('/v1/track', { userId: 'u', event: 'E' });
+    await ferry.ferry.worker.runUntilIdle();
+    assert.equal(receiver.requests.length, 0);
+    const [dead] = (await ferry.admin('GET', '/dead-letters')).json.deliveries;
+    const detail = await ferry.admin('GET', `/deliveries/${dead.id}`);
+    assert.deepEqual(detail.json.attempts.map((a: any) => a.errorClass), ['ssrf', 'ssrf']);
+  });
+
+  test('an endpoint that never answers does not hold up a healthy destination', async () => {
+    const slow = await startReceiver('hang');
+    const fast = await startReceiver();
+    closers.push(slow.close, fast.close);
+    const perDestination = 4;
+    const config = testConfig(
+      [webhooksDestination('slow', [slow.url]), webhooksDestination('fast', [fast.url])],
+      { delivery: { timeoutMs: 30_000, leaseMs: 60_000, concurrency: 16, perDestinationConcurrency: perDestination, claimBatchSize: 4 } },
+    );
+    const ferry = await startFerry(config);
+    closers.push(ferry.stop);
+    const n = 60;
+    const res = await ferry.send('/v1/batch', { batch: Array.from({ length: n }, (_, i) => ({ type: 'track', userId: `u${i}`, event: 'E' })) });
+    assert.equal(res.status, 200);
+    await fast.waitFor(n);
+    assert.equal(fast.requests.length, n, 'the healthy destination received everything');
+    assert.ok(slow.requests.length <= perDestination, `the hanging endpoint holds at most ${perDestination} slots (got ${slow.requests.length})`);
+  });
+});
