@@ -42,6 +42,7 @@ function toSyncView(o: SyncOutcome) {
     added: o.added,
     removed: o.removed,
     changed: o.changed,
+    forgotten: o.forgotten,
     queued: o.queued,
     memberCount: o.memberCount,
   };

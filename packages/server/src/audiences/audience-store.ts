@@ -84,6 +84,8 @@ export interface SyncOutcome {
   added: number;
   removed: number;
   changed: number;
+  /** Members dropped silently because a deletion request removed every event of theirs. */
+  forgotten: number;
   /** Delivery jobs queued (changes times active destinations). */
   queued: number;
   memberCount: number;

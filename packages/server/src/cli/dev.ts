@@ -35,7 +35,24 @@ export async function devCommand(options: DevOptions): Promise<void> {
   });
   await listener.start();
 
-  const { ferry, url } = await startFromSettings(settings, env);
+  // The example config names the receiver's default address; follow the receiver if it got another port.
+  const configured = demo ? new URL(demo.settings.webhooks[0]!.url).origin : undefined;
+  const actual = new URL(listener.url!).origin;
+  const { ferry, url } = await startFromSettings(settings, env, (config) =>
+    configured === undefined || configured === actual
+      ? config
+      : {
+          ...config,
+          destinations: config.destinations.map((d) => ({
+            ...d,
+            settings: {
+              ...d.settings,
+              webhooks: d.settings.webhooks.map((w) => (new URL(w.url).origin === configured ? { ...w, url: actual + new URL(w.url).pathname } : w)),
+            },
+          })),
+        },
+  );
+  stopOnSignals(ferry, print);
   const base = displayUrl(url);
   const source = config0.sources[0];
   print('');
@@ -65,6 +82,5 @@ export async function devCommand(options: DevOptions): Promise<void> {
     print(event.verified ? '✓ webhook delivered and its signature verified' : '✓ webhook delivered (no shared secret configured, so nothing to verify)');
   }
   print('Press Ctrl+C to stop.');
-  stopOnSignals(ferry, print);
   process.on('exit', () => void listener.close());
 }

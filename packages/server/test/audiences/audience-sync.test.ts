@@ -119,7 +119,7 @@ describe('audiences synced to a Webhooks destination as identify calls', () => {
     const { ferry, receiver, sync, clock } = t;
     clock.advance(60_000);
     const [outcome] = (await sync.syncAll()).filter((o) => o.id === 'pro-users');
-    assert.deepEqual({ ...outcome, syncedAtMs: 0 }, { id: 'pro-users', syncCount: 2, syncedAtMs: 0, added: 0, removed: 0, changed: 0, queued: 0, memberCount: 2 });
+    assert.deepEqual({ ...outcome, syncedAtMs: 0 }, { id: 'pro-users', syncCount: 2, syncedAtMs: 0, added: 0, removed: 0, changed: 0, forgotten: 0, queued: 0, memberCount: 2 });
     assert.deepEqual(await deliver(ferry, receiver), []);
   });
 
@@ -164,6 +164,18 @@ describe('audiences synced to a Webhooks destination as identify calls', () => {
     assert.deepEqual(got.map((r) => `${r.path} ${r.json.userId}`).sort(), ['/hooks u6', '/off u6']);
     assert.equal(got[0]!.json.messageId, got[1]!.json.messageId, 'one change, one messageId, sent to each destination');
     await ferry.admin('PATCH', '/destinations/off', { enabled: false });
+  });
+
+  test('a member deleted by a deletion request is forgotten without an identify', async () => {
+    const { ferry, receiver, sync } = t;
+    const requested = await ferry.admin('POST', '/regulations', { userIds: ['u4'] });
+    assert.equal(requested.status, 202);
+    await ferry.ferry.regulations.idle();
+    const outcome = await sync.sync('pro-users');
+    assert.deepEqual([outcome?.removed, outcome?.forgotten, outcome?.queued, outcome?.memberCount], [0, 1, 0, 3]);
+    assert.deepEqual(await deliver(ferry, receiver), [], 'no identify recreates the deleted user');
+    const db = (ferry.ferry.store as SqliteStore).database;
+    assert.equal(db.prepare(`SELECT COUNT(*) AS n FROM audience_members WHERE user_id = 'u4'`).pluck().get(), 0, 'no trace of u4 is kept');
   });
 
   test('the GET list shows the audience; DELETE removes it and its members', async () => {

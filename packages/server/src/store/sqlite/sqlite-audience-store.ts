@@ -174,8 +174,15 @@ export class SqliteAudienceStore implements AudienceStore {
         if (before === value) continue;
         changes.push({ userId, change: before === undefined ? 'added' : 'changed', value: JSON.parse(value) as TraitValue });
       }
-      for (const userId of stored.keys())
-        if (!current.has(userId)) changes.push({ userId, change: 'removed', value: absentValue(audience.kind) });
+      // A member with no stored event left was deleted by a regulation: their row goes without
+      // a word, since an identify would recreate at the receiver the user it was told to delete.
+      const hasEvents = this.db.prepare(`SELECT 1 FROM events WHERE user_id = ? LIMIT 1`).pluck();
+      const forgotten: string[] = [];
+      for (const userId of stored.keys()) {
+        if (current.has(userId)) continue;
+        if (hasEvents.get(userId) === undefined) forgotten.push(userId);
+        else changes.push({ userId, change: 'removed', value: absentValue(audience.kind) });
+      }
       // Users in a stable order, so the jobs (and the receiver) see them sorted.
       changes.sort((a, b) => (a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0));
 
@@ -192,6 +199,7 @@ export class SqliteAudienceStore implements AudienceStore {
         if (c.change === 'removed') remove.run(args.id, c.userId);
         else upsert.run(args.id, c.userId, current.get(c.userId)!);
       }
+      for (const userId of forgotten) remove.run(args.id, userId);
       this.db.prepare(`UPDATE audiences SET sync_count = ?, last_synced_at = ? WHERE id = ?`).run(syncCount, args.nowMs, args.id);
       const count = (n: MembershipChange['change']) => changes.filter((c) => c.change === n).length;
       return {
@@ -201,6 +209,7 @@ export class SqliteAudienceStore implements AudienceStore {
         added: count('added'),
         removed: count('removed'),
         changed: count('changed'),
+        forgotten: forgotten.length,
         queued: deliveries.length,
         memberCount: current.size,
       };

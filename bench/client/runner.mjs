@@ -1,0 +1,101 @@
+// One benchmark runner in its own process, so its peak RSS is its own.
+// usage: node bench/client/runner.mjs <ferry|segment|featureless> <sinkUrl> <calls>
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import { trackMessage } from './workload.mjs';
+
+const [name, sinkUrl, callsArg] = process.argv.slice(2);
+const calls = Number(callsArg);
+const WAIT_TIMEOUT_MS = 90_000;
+const controlAgent = new http.Agent({ keepAlive: false });
+
+function get(path) {
+  return new Promise((resolve, reject) => {
+    http.get(`${sinkUrl}${path}`, { agent: controlAgent }, (res) => {
+      let text = '';
+      res.on('data', (c) => (text += c));
+      res.on('end', () => resolve(JSON.parse(text)));
+    }).on('error', reject);
+  });
+}
+
+/** The ceiling: no validation, no limits, no retries; batches of 20 posted as they fill. */
+function featurelessClient(endpoint) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+  const url = new URL('/v1/batch', endpoint);
+  const auth = `Basic ${Buffer.from('bench-key:').toString('base64')}`;
+  let batch = [];
+  const post = (items) => {
+    const body = JSON.stringify({ batch: items, sentAt: new Date().toISOString() });
+    const req = http.request(url, {
+      method: 'POST',
+      agent,
+      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization: auth },
+    });
+    req.on('response', (res) => res.resume());
+    req.on('error', () => {});
+    req.end(body);
+  };
+  return {
+    track(m) {
+      batch.push({ ...m, type: 'track', messageId: randomUUID(), timestamp: new Date().toISOString(), context: { library: { name: 'featureless', version: '0' } } });
+      if (batch.length === 20) {
+        post(batch);
+        batch = [];
+      }
+    },
+    async close() {
+      agent.destroy();
+    },
+  };
+}
+
+async function makeClient() {
+  if (name === 'ferry') {
+    const { Analytics } = await import('@ferry/analytics');
+    const client = new Analytics('bench-key', { endpoint: sinkUrl });
+    client.on('drop', (e) => console.error(`ferry dropped ${e.messageIds.length}`));
+    return { track: (m) => client.track(m), close: () => client.close() };
+  }
+  if (name === 'segment') {
+    const { Analytics } = await import('@segment/analytics-node');
+    const client = new Analytics({ writeKey: 'bench-key', host: sinkUrl, path: '/v1/batch', flushAt: 20 });
+    return { track: (m) => client.track(m), close: () => client.closeAndFlush({ timeout: 5_000 }) };
+  }
+  if (name === 'featureless') {
+    return featurelessClient(sinkUrl);
+  }
+  throw new Error(`unknown runner ${name}`);
+}
+
+const client = await makeClient();
+const rssBefore = process.memoryUsage().rss;
+const start = performance.timeOrigin + performance.now();
+for (let i = 0; i < calls; i++) client.track(trackMessage(i));
+const enqueued = performance.timeOrigin + performance.now();
+const sinkSaw = await get(`/wait?n=${calls}&timeoutMs=${WAIT_TIMEOUT_MS}`);
+await Promise.race([client.close(), new Promise((r) => setTimeout(r, 10_000).unref())]);
+// Late duplicates (retries of answered batches) arrive after the last distinct message.
+await new Promise((r) => setTimeout(r, 200));
+const final = await get('/stats');
+controlAgent.destroy();
+
+const enqueueMs = enqueued - start;
+const e2eMs = sinkSaw.at - start;
+process.stdout.write(
+  `${JSON.stringify({
+    runner: name,
+    calls,
+    enqueueMs,
+    e2eMs,
+    enqueuePerSec: calls / (enqueueMs / 1000),
+    e2ePerSec: sinkSaw.timedOut ? 0 : calls / (e2eMs / 1000),
+    complete: !sinkSaw.timedOut && sinkSaw.unique === calls,
+    unique: final.unique,
+    duplicates: final.duplicates,
+    requests: final.requests,
+    peakRssMB: (process.resourceUsage().maxRSS * 1024) / 1e6,
+    baseRssMB: rssBefore / 1e6,
+  })}\n`,
+);
+process.exit(0);

@@ -1,0 +1,296 @@
+/**
+ * Shared plumbing of the server benchmarks (TypeScript, run with tsx).
+ *
+ * Every process in a benchmark is its own OS process: the Ferry server under test (the
+ * `ferry serve` CLI from `packages/server/dist`, or the bench-only launcher for runs that
+ * must not deliver), the load generator, the receiver and the reference implementations.
+ * Children talk to the orchestrator over Node's IPC channel. Everything is on loopback and
+ * every wait is bounded in time.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
+export const benchDir = fileURLToPath(new URL('../', import.meta.url));
+export const resultsDir = join(repoRoot, 'bench', 'results');
+const ferryBin = join(repoRoot, 'packages', 'server', 'bin', 'ferry.js');
+const launcher = join(benchDir, 'lib', 'ferry-launcher.ts');
+
+export const writeKey = 'bench-write-key';
+export const sharedSecret = 'bench-secret';
+export const adminToken = 'bench-admin-token';
+
+// ---------------------------------------------------------------------------------------
+// command line
+
+/** `--name value` / `--name=value` / `--flag` from argv. */
+export function flag(name: string): string | undefined {
+  const argv = process.argv.slice(2);
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === `--${name}`) return argv[i + 1] && !argv[i + 1]!.startsWith('--') ? argv[i + 1] : 'true';
+    if (a.startsWith(`--${name}=`)) return a.slice(name.length + 3);
+  }
+  return undefined;
+}
+export const numFlag = (name: string, dflt: number): number => {
+  const v = flag(name);
+  return v === undefined ? dflt : Number(v);
+};
+export const boolFlag = (name: string): boolean => flag(name) !== undefined && flag(name) !== 'false';
+
+// ---------------------------------------------------------------------------------------
+// statistics and output
+
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  if (s.length === 0) return NaN;
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/** Nearest-rank percentile of a sample (p in 0..100). */
+export function percentile(sorted: ArrayLike<number>, p: number): number {
+  if (sorted.length === 0) return NaN;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i]!;
+}
+
+export const round = (x: number, digits = 0): number => (Number.isFinite(x) ? Number(x.toFixed(digits)) : x);
+
+/** Prints a table with aligned columns. */
+export function printTable(title: string, header: string[], rows: (string | number)[][]): void {
+  const cells = [header, ...rows.map((r) => r.map((c) => (typeof c === 'number' ? c.toLocaleString('en-US') : c)))];
+  const widths = header.map((_, i) => Math.max(...cells.map((r) => String(r[i] ?? '').length)));
+  const line = (r: (string | number)[]) => '| ' + r.map((c, i) => String(c ?? '').padEnd(widths[i]!)).join(' | ') + ' |';
+  console.log(`\n${title}`);
+  console.log(line(cells[0]!));
+  console.log('|' + widths.map((w) => '-'.repeat(w + 2)).join('|') + '|');
+  for (const r of cells.slice(1)) console.log(line(r));
+}
+
+/** Writes `bench/results/<name>.json`. */
+export function writeResults(name: string, data: unknown): string {
+  mkdirSync(resultsDir, { recursive: true });
+  const path = join(resultsDir, `${name}.json`);
+  writeFileSync(path, JSON.stringify({ benchmark: name, at: new Date().toISOString(), node: process.version, ...(data as object) }, null, 2) + '\n');
+  return path;
+}
+
+export function log(msg: string): void {
+  process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+}
+
+// ---------------------------------------------------------------------------------------
+// temporary places
+
+export function tempDir(prefix: string): string {
+  return mkdtempSync(join(tmpdir(), `ferry-bench-${prefix}-`));
+}
+export function removeDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+// ---------------------------------------------------------------------------------------
+// events
+
+/**
+ * A batch body of `count` track events of about 300 bytes each, with unique message ids
+ * `${prefix}-${i}`. The event shape is what a server-side client sends.
+ */
+export function batchBody(prefix: string, count: number): string {
+  const parts: string[] = [];
+  for (let i = 0; i < count; i++) parts.push(eventJson(`${prefix}-${i}`, i));
+  return `{"batch":[${parts.join(',')}],"sentAt":"${new Date().toISOString()}"}`;
+}
+
+export function eventJson(messageId: string, i: number): string {
+  return (
+    `{"type":"track","messageId":"${messageId}","userId":"user-${100000 + (i % 1000)}","event":"Order Completed",` +
+    `"properties":{"orderId":"ord-${1000000 + i}","revenue":42.5,"currency":"USD","items":3,"coupon":"SPRING24","plan":"pro"},` +
+    `"context":{"library":{"name":"analytics-node","version":"3.1.0"}},"timestamp":"2025-01-01T12:00:00.000Z"}`
+  );
+}
+
+export const basicAuth = `Basic ${Buffer.from(`${writeKey}:`).toString('base64')}`;
+
+// ---------------------------------------------------------------------------------------
+// configuration of the server under test
+
+export interface DestinationSpec {
+  id: string;
+  url: string;
+}
+
+export function writeConfig(dir: string, destinations: DestinationSpec[], delivery: Record<string, unknown> = {}): string {
+  const config = {
+    sources: [{ id: 'bench', name: 'Bench', writeKey }],
+    destinations: destinations.map((d) => ({
+      id: d.id,
+      type: 'Webhooks',
+      name: d.id,
+      enabled: true,
+      sources: ['bench'],
+      settings: { webhooks: [{ url: d.url, headers: {} }], sharedSecret },
+    })),
+    delivery,
+    network: { allowPrivateNetworks: true },
+  };
+  const path = join(dir, 'ferry.config.json');
+  writeFileSync(path, JSON.stringify(config, null, 2));
+  return path;
+}
+
+// ---------------------------------------------------------------------------------------
+// processes
+
+export interface Child {
+  proc: ChildProcess;
+  /** Sends a request over IPC and resolves with the child's answer `{ id, ...}`. */
+  ask<T = any>(msg: Record<string, unknown>, timeoutMs?: number): Promise<T>;
+  /** Resolves with the next message of this `type`. */
+  next<T = any>(type: string, timeoutMs?: number): Promise<T>;
+  stop(): Promise<void>;
+}
+
+let askId = 0;
+
+/** Starts a bench child (a .ts file under bench/server/lib, run with tsx) with an IPC channel. */
+export function startChild(file: string, args: string[] = [], env: Record<string, string> = {}): Child {
+  const proc = spawn(process.execPath, ['--import', 'tsx', join(benchDir, 'lib', file), ...args], {
+    cwd: repoRoot,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: { ...process.env, ...env },
+  });
+  const inbox: any[] = [];
+  const waiters: { match: (m: any) => boolean; resolve: (m: any) => void }[] = [];
+  proc.on('message', (m: any) => {
+    const w = waiters.find((x) => x.match(m));
+    if (w) {
+      waiters.splice(waiters.indexOf(w), 1);
+      w.resolve(m);
+    } else inbox.push(m);
+  });
+  const wait = (match: (m: any) => boolean, timeoutMs: number, what: string) =>
+    new Promise<any>((resolve, reject) => {
+      const i = inbox.findIndex(match);
+      if (i !== -1) return resolve(inbox.splice(i, 1)[0]);
+      const timer = setTimeout(() => reject(new Error(`${file}: no ${what} within ${timeoutMs} ms`)), timeoutMs);
+      const onExit = () => reject(new Error(`${file} exited before ${what}`));
+      proc.once('exit', onExit);
+      waiters.push({
+        match,
+        resolve: (m) => {
+          clearTimeout(timer);
+          proc.off('exit', onExit);
+          resolve(m);
+        },
+      });
+    });
+  return {
+    proc,
+    ask(msg, timeoutMs = 600_000) {
+      const id = ++askId;
+      proc.send({ ...msg, id });
+      return wait((m) => m.id === id, timeoutMs, `answer to ${String(msg['cmd'])}`);
+    },
+    next(type, timeoutMs = 60_000) {
+      return wait((m) => m.type === type, timeoutMs, `${type} message`);
+    },
+    stop: () => stopProcess(proc, 10_000),
+  };
+}
+
+export async function stopProcess(proc: ChildProcess, graceMs: number): Promise<void> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return;
+  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
+  proc.kill('SIGTERM');
+  const timer = setTimeout(() => proc.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+export interface FerryServer {
+  proc: ChildProcess;
+  url: string;
+  pid: number;
+  dataDir: string;
+  /** Resident set size of the server process now, in bytes (Linux /proc), or NaN. */
+  rss(): number;
+  /** SIGTERM, wait for a clean stop (in-flight work finished or handed back). */
+  stop(): Promise<void>;
+  output(): string;
+}
+
+/**
+ * Starts the server under test in its own process: the `ferry serve` CLI (built output), or
+ * with `deliver: false` the bench launcher, which builds the same server but never starts the
+ * delivery worker (filling a backlog, measuring ingestion alone). `BENCH_CPU_PROF=<dir>`
+ * writes a V8 CPU profile of the server there when it stops.
+ */
+export async function startFerry(opts: { configPath: string; dataDir: string; deliver?: boolean; nodeArgs?: string[] }): Promise<FerryServer> {
+  const nodeArgs = [...(opts.nodeArgs ?? [])];
+  const prof = process.env['BENCH_CPU_PROF'];
+  if (prof) nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${prof}`);
+  const cmd =
+    opts.deliver === false
+      ? [...nodeArgs, '--import', 'tsx', launcher, '--config', opts.configPath, '--data', opts.dataDir]
+      : [...nodeArgs, ferryBin, 'serve', '--config', opts.configPath, '--data', opts.dataDir, '--port', '0', '--host', '127.0.0.1'];
+  const proc = spawn(process.execPath, cmd, {
+    cwd: repoRoot,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, FERRY_LOG_LEVEL: process.env['FERRY_LOG_LEVEL'] ?? 'error', FERRY_ADMIN_TOKEN: adminToken },
+  });
+  let out = '';
+  proc.stdout!.on('data', (c: Buffer) => (out = (out + c.toString()).slice(-20_000)));
+  proc.stderr!.on('data', (c: Buffer) => (out = (out + c.toString()).slice(-20_000)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`ferry did not start within 30 s:\n${out}`)), 30_000);
+    const check = () => {
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        proc.stdout!.off('data', check);
+        resolve(m[1]!);
+      }
+    };
+    proc.stdout!.on('data', check);
+    proc.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`ferry exited (${code}) before listening:\n${out}`));
+    });
+  });
+  return {
+    proc,
+    url,
+    pid: proc.pid!,
+    dataDir: opts.dataDir,
+    rss: () => rssOf(proc.pid!),
+    stop: () => stopProcess(proc, 30_000),
+    output: () => out,
+  };
+}
+
+export function rssOf(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Polls `check` every `everyMs` until it returns true or `timeoutMs` passes; returns whether it did. */
+export async function waitUntil(check: () => Promise<boolean> | boolean, timeoutMs: number, everyMs = 100): Promise<boolean> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    if (await check()) return true;
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  return false;
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

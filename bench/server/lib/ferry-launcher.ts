@@ -1,0 +1,34 @@
+/**
+ * Bench-only launcher of the Ferry server (TypeScript via tsx, importing the built
+ * `packages/server/dist`): the same server `ferry serve` builds, listening on loopback on a
+ * free port, but without starting the delivery worker. Used to fill a backlog and to measure
+ * ingestion on its own. Prints `Ferry listening on <url>` like the CLI and stops cleanly on
+ * SIGTERM.
+ *
+ *   node --import tsx bench/server/lib/ferry-launcher.ts --config FILE --data DIR
+ */
+import { applyEnvironment, createFerry, loadConfigFile } from '../../../packages/server/dist/index.js';
+
+const arg = (name: string): string => {
+  const i = process.argv.indexOf(`--${name}`);
+  if (i === -1 || !process.argv[i + 1]) throw new Error(`--${name} is required`);
+  return process.argv[i + 1]!;
+};
+
+const config = applyEnvironment(loadConfigFile(arg('config'), process.env), process.env);
+const ferry = await createFerry({ config, dataDir: arg('data'), adminToken: process.env['FERRY_ADMIN_TOKEN'], deliver: false });
+const url = await ferry.start(0, '127.0.0.1');
+process.stdout.write(`Ferry listening on ${url} (store: ${ferry.store.kind}, delivery off)\n`);
+let stopping = false;
+for (const signal of ['SIGTERM', 'SIGINT'] as const)
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    ferry.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        process.stderr.write(`unclean stop: ${String(err)}\n`);
+        process.exit(1);
+      },
+    );
+  });

@@ -1,0 +1,147 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import {
+  Analytics,
+  type AnalyticsError,
+  classifyStatus,
+  defaults,
+  parseRetryAfter,
+  type RetryEvent,
+  retryDelayMs,
+} from '@ferry/analytics';
+import { ManualClock } from './support/manual-clock.js';
+import { SinkServer } from './support/sink-server.js';
+
+// Short real delays keep these fast without a fake clock; the schedule itself is tested as data below.
+const quickRetries = { retryBaseDelayMs: 1, retryMaxDelayMs: 2, maxRetries: 2 };
+
+describe('retry policy (data)', () => {
+  const statusCases: Array<[number, 'success' | 'retry' | 'fail']> = [
+    [200, 'success'], [202, 'success'], [204, 'success'],
+    [301, 'fail'], [400, 'fail'], [401, 'fail'], [403, 'fail'], [404, 'fail'], [413, 'fail'], [422, 'fail'],
+    [408, 'retry'], [429, 'retry'],
+    [500, 'retry'], [502, 'retry'], [503, 'retry'], [504, 'retry'],
+  ];
+  for (const [status, verdict] of statusCases) {
+    it(`HTTP ${status} -> ${verdict}`, () => assert.equal(classifyStatus(status), verdict));
+  }
+
+  it('parses Retry-After as seconds or an HTTP date', () => {
+    const now = Date.UTC(2024, 0, 1);
+    assert.equal(parseRetryAfter(undefined, now), undefined);
+    assert.equal(parseRetryAfter('3', now), 3_000);
+    assert.equal(parseRetryAfter('0.5', now), 500);
+    assert.equal(parseRetryAfter(new Date(now + 7_000).toUTCString(), now), 7_000);
+    assert.equal(parseRetryAfter(new Date(now - 7_000).toUTCString(), now), 0);
+    assert.equal(parseRetryAfter('soon', now), undefined);
+  });
+
+  it('backs off exponentially with equal jitter, capped, and honours a capped Retry-After', () => {
+    const s = { maxRetries: 10, retryBaseDelayMs: 100, retryMaxDelayMs: 10_000, retryAfterMaxMs: 60_000 };
+    const rows: Array<[number, number, number]> = [
+      // retry, delay with random()=0, delay with random()=1
+      [1, 50, 100], [2, 100, 200], [3, 200, 400], [7, 3_200, 6_400], [8, 5_000, 10_000], [20, 5_000, 10_000],
+    ];
+    for (const [retry, low, high] of rows) {
+      assert.equal(retryDelayMs(retry, s, () => 0, undefined), low, `retry ${retry} low`);
+      assert.equal(retryDelayMs(retry, s, () => 1, undefined), high, `retry ${retry} high`);
+    }
+    assert.equal(retryDelayMs(1, s, () => 0.5, 30_000), 30_000);
+    assert.equal(retryDelayMs(1, s, () => 0.5, 600_000), 60_000);
+  });
+});
+
+describe('retries against a server', () => {
+  let sink: SinkServer;
+  beforeEach(async () => {
+    sink = await SinkServer.start();
+  });
+  afterEach(() => sink.close());
+
+  const cases: Array<{ status: number; requests: number; code?: string }> = [
+    { status: 500, requests: 3, code: 'retries_exhausted' },
+    { status: 503, requests: 3, code: 'retries_exhausted' },
+    { status: 408, requests: 3, code: 'retries_exhausted' },
+    { status: 429, requests: 3, code: 'retries_exhausted' },
+    { status: 400, requests: 1, code: 'rejected_by_server' },
+    { status: 401, requests: 1, code: 'rejected_by_server' },
+    { status: 413, requests: 1, code: 'rejected_by_server' },
+  ];
+  for (const c of cases) {
+    it(`HTTP ${c.status}: ${c.requests} request(s), then ${c.code}`, async () => {
+      sink.handler = () => ({ status: c.status });
+      const client = new Analytics('wk', { endpoint: sink.url, ...quickRetries });
+      const errors: AnalyticsError[] = [];
+      const retries: RetryEvent[] = [];
+      client.on('error', (e) => errors.push(e.error)).on('retry', (e) => retries.push(e));
+      let callbackError: AnalyticsError | undefined;
+      const id = client.track({ userId: 'u', event: 'E' }, (err) => {
+        callbackError = err;
+      });
+      const result = await client.close();
+      assert.equal(sink.requests.length, c.requests);
+      assert.equal(retries.length, c.requests - 1);
+      assert.deepEqual(result.failed, [{ messageId: id, code: c.code }]);
+      assert.equal(callbackError?.code, c.code);
+      assert.equal(callbackError?.status, c.status);
+      assert.equal(errors.length, 1);
+      assert.equal(client.stats.failed, 1);
+    });
+  }
+
+  it('recovers after transient failures, resending the same messageIds', async () => {
+    const answers = [{ status: 503 }, { destroy: true }, { status: 200 }];
+    sink.handler = (_req, i) => answers[i];
+    const client = new Analytics('wk', { endpoint: sink.url, ...quickRetries });
+    const ids = [client.track({ userId: 'u', event: 'A' }), client.track({ userId: 'u', event: 'B' })];
+    const result = await client.close();
+    assert.equal(result.delivered, 2);
+    assert.equal(sink.requests.length, 3);
+    for (const r of sink.requests) assert.deepEqual(r.json.batch.map((m) => m['messageId']), ids);
+  });
+
+  it('retries an attempt that times out', async () => {
+    let hang: (() => void) | undefined;
+    sink.handler = (_req, i) => (i === 0 ? { after: new Promise<void>((r) => (hang = r)) } : {});
+    const client = new Analytics('wk', { endpoint: sink.url, requestTimeoutMs: 50, ...quickRetries });
+    const retries: RetryEvent[] = [];
+    client.on('retry', (e) => retries.push(e));
+    client.track({ userId: 'u', event: 'Slow' });
+    const result = await client.close();
+    hang?.();
+    assert.equal(result.delivered, 1);
+    assert.equal(retries.length, 1);
+    assert.match(retries[0]!.reason, /timed out after 50 ms/);
+  });
+
+  it('waits what Retry-After says (capped), not the backoff schedule', async () => {
+    const clock = new ManualClock();
+    sink.handler = (_req, i) => (i === 0 ? { status: 429, headers: { 'retry-after': '7' } } : i === 1 ? { status: 503, headers: { 'retry-after': '86400' } } : {});
+    const client = new Analytics('wk', { endpoint: sink.url, clock, random: () => 0.5 });
+    const delays: number[] = [];
+    client.on('retry', (e) => delays.push(e.delayMs));
+    client.track({ userId: 'u', event: 'E' });
+    const done = client.flush();
+    clock.advance(await clock.nextTimer((ms) => ms === 7_000));
+    clock.advance(await clock.nextTimer((ms) => ms === defaults.retryAfterMaxMs));
+    const result = await done;
+    assert.equal(result.delivered, 1);
+    assert.deepEqual(delays, [7_000, defaults.retryAfterMaxMs]);
+    await client.close();
+  });
+
+  it('reports messages the server refused inside an accepted batch', async () => {
+    sink.handler = () => ({
+      body: JSON.stringify({ success: true, rejected: [{ index: 1, code: 'invalid_field', message: 'bad' }] }),
+    });
+    const client = new Analytics('wk', { endpoint: sink.url });
+    const outcomes: Array<string | undefined> = [];
+    const cb = (err: AnalyticsError | undefined) => outcomes.push(err?.code);
+    client.track({ userId: 'u', event: 'A' }, cb);
+    const refused = client.track({ userId: 'u', event: 'B' }, cb);
+    const result = await client.close();
+    assert.deepEqual(outcomes, [undefined, 'message_rejected']);
+    assert.equal(result.delivered, 1);
+    assert.deepEqual(result.failed, [{ messageId: refused, code: 'message_rejected' }]);
+  });
+});

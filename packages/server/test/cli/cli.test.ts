@@ -1,0 +1,117 @@
+import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { spawnFerry } from '../helpers/spawn-ferry.js';
+import { startReceiver } from '../helpers/receiver.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'ferry-cli-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+function configFile(name: string, content: string): string {
+  const path = join(dir, name);
+  writeFileSync(path, content);
+  return path;
+}
+
+describe('ferry serve', () => {
+  test('a config file that breaks a rule stops start-up with the file, the path and the rule', async () => {
+    const urls = Array.from({ length: 6 }, (_, i) => `        - url: https://hooks.example.com/${i}`).join('\n');
+    const path = configFile(
+      'six-urls.yaml',
+      `sources:\n  - id: app\n    name: App\n    writeKey: k\ndestinations:\n  - id: d\n    type: Webhooks\n    name: D\n    sources: [app]\n    settings:\n      webhooks:\n${urls}\n`,
+    );
+    const ferry = spawnFerry(['serve', '--config', path, '--data', join(dir, 'bad-data'), '--port', '0']);
+    const { code } = await ferry.exited;
+    assert.equal(code, 1);
+    assert.match(ferry.output(), /six-urls\.yaml/);
+    assert.match(ferry.output(), /destinations\[0\]\.settings\.webhooks/);
+    assert.match(ferry.output(), /at most 5/);
+  });
+
+  test('an unknown source and a header with CR/LF are refused the same way', async () => {
+    const path = configFile(
+      'bad-refs.json',
+      JSON.stringify({
+        sources: [{ id: 'app', name: 'App', writeKey: 'k' }],
+        destinations: [
+          { id: 'd', type: 'Webhooks', name: 'D', sources: ['ghost'], settings: { webhooks: [{ url: 'https://x.example.com', headers: { 'X-A': 'a\r\nb' } }] } },
+        ],
+      }),
+    );
+    const ferry = spawnFerry(['serve', '--config', path, '--data', join(dir, 'bad-data2'), '--port', '0']);
+    assert.equal((await ferry.exited).code, 1);
+    assert.match(ferry.output(), /bad-refs\.json/);
+    assert.match(ferry.output(), /unknown source "ghost"/);
+    assert.match(ferry.output(), /headers/);
+  });
+
+  test('serves on the given port and data directory, with the environment of DESIGN.md; secrets stay out of the logs', async () => {
+    const receiver = await startReceiver({ status: 500 });
+    after(() => receiver.close());
+    const path = configFile(
+      'ok.yaml',
+      `sources:\n  - id: app\n    name: App\n    writeKey: \${APP_KEY}\ndestinations:\n  - id: d\n    type: Webhooks\n    name: D\n    sources: [app]\n    settings:\n      webhooks:\n        - url: ${receiver.url}/x\n      sharedSecret: \${HOOK_SECRET}\n`,
+    );
+    const ferry = spawnFerry(['serve', '--data', join(dir, 'ok-data'), '--host', '127.0.0.1'], {
+      FERRY_CONFIG: path,
+      PORT: '0',
+      APP_KEY: 'super-secret-write-key',
+      HOOK_SECRET: 'super-secret-hmac',
+      FERRY_ALLOW_PRIVATE_NETWORKS: '1',
+      FERRY_LOG_LEVEL: 'debug',
+      FERRY_ADMIN_TOKEN: 'cli-admin',
+    });
+    after(() => void ferry.child.kill('SIGKILL'));
+    const [, base] = await ferry.waitForOutput(/listening on (http:\/\/\S+)/);
+    assert.match(ferry.output(), /ok-data/);
+    const health = await fetch(`${base}/health`);
+    assert.deepEqual(((await health.json()) as any).status, 'ok');
+    const res = await fetch(`${base}/v1/track`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Basic ' + Buffer.from('super-secret-write-key:').toString('base64') },
+      body: JSON.stringify({ userId: 'u', event: 'E' }),
+    });
+    assert.equal(res.status, 200);
+    const [got] = await receiver.waitFor(1);
+    assert.equal(got!.headers['x-signature'], createHmac('sha1', 'super-secret-hmac').update(got!.body).digest('hex'));
+    // A failed attempt is logged; neither secret may appear anywhere in the output.
+    await ferry.waitForOutput(/delivery will be retried/);
+    const admin = await fetch(`${base}/admin/v1/destinations/d`, { headers: { authorization: 'Bearer cli-admin' } });
+    const adminText = await admin.text();
+    ferry.child.kill('SIGTERM');
+    assert.equal((await ferry.exited).code, 0);
+    for (const secret of ['super-secret-write-key', 'super-secret-hmac']) {
+      assert.ok(!ferry.output().includes(secret), `${secret} leaked into the logs`);
+      assert.ok(!adminText.includes(secret), `${secret} leaked into the admin API`);
+    }
+  });
+});
+
+describe('ferry listen', () => {
+  test('verifies and prints what arrives; refuses a bad signature', async () => {
+    const listener = spawnFerry(['listen', '--port', '0', '--secret', 's3cret']);
+    after(() => void listener.child.kill('SIGKILL'));
+    const [, url] = await listener.waitForOutput(/Listening for webhooks on (http:\/\/\S+)/);
+    const body = JSON.stringify({ version: 1, type: 'track', userId: 'u-7', messageId: 'm-7', timestamp: '2026-01-01T00:00:00.000Z', context: {}, event: 'Paid', properties: {} });
+    const good = await fetch(url!, { method: 'POST', headers: { 'content-type': 'application/json', 'x-signature': createHmac('sha1', 's3cret').update(body).digest('hex') }, body });
+    assert.equal(good.status, 200);
+    await listener.waitForOutput(/Paid[\s\S]*m-7[\s\S]*verified/);
+    const bad = await fetch(url!, { method: 'POST', headers: { 'content-type': 'application/json', 'x-signature': 'deadbeef' }, body });
+    assert.equal(bad.status, 401);
+  });
+});
+
+describe('ferry dev (npm start)', () => {
+  test('runs the demo: a track call delivered to the local receiver and its signature verified', async () => {
+    const dev = spawnFerry(['dev', '--port', '0', '--listen-port', '0', '--data', join(dir, 'dev-data')]);
+    after(() => void dev.child.kill('SIGKILL'));
+    await dev.waitForOutput(/webhook delivered and its signature verified/);
+    assert.match(dev.output(), /write key \(source "demo"\): demo-write-key/);
+    assert.match(dev.output(), /curl -u 'demo-write-key:'/);
+    dev.child.kill('SIGTERM');
+    assert.equal((await dev.exited).code, 0);
+  });
+});

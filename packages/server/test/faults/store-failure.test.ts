@@ -1,0 +1,220 @@
+/**
+ * Store failures while the server runs. Two real faults, no mocks:
+ *
+ * 1. Disk full. The tests run as root, and chmod does not stop root from writing, so "make
+ *    the file read-only" proves nothing here. Instead the data directory lives on its own
+ *    tiny tmpfs (`mount -t tmpfs -o size=8m`), and a filler file takes every free block: the
+ *    next WAL append gets ENOSPC from the kernel and SQLite reports SQLITE_FULL, exactly as
+ *    on a full production disk. Deleting the filler frees the space. (`PRAGMA max_page_count`
+ *    from a second connection would not do: it is a per-connection limit.) Where mounting is
+ *    not permitted (an unprivileged CI container) this scenario is skipped and says so.
+ * 2. The database locked by another process (a backup or a `sqlite3` shell holding the write
+ *    lock): a second connection holds `BEGIN IMMEDIATE`, Ferry's writes wait out
+ *    busy_timeout and fail with SQLITE_BUSY. Works everywhere.
+ *
+ * PostgreSQL stopped: there is no PostgreSQL store yet, so that fault is not tested.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import Database from 'better-sqlite3';
+import pino from 'pino';
+import { createFerry, type Ferry } from '../../src/app.js';
+import { adminToken, testConfig, webhooksDestination, writeKey } from '../helpers/ferry.js';
+import { startReceiver, type TestReceiver } from '../helpers/receiver.js';
+import { basicAuth, within } from './support.js';
+
+/** Mounts a tmpfs of `size` on a fresh directory; undefined when this machine does not allow it. */
+function mountTinyFilesystem(size: string): { dir: string; unmount(): void } | { skipped: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'ferry-full-'));
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { stdio: 'pipe' });
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    return { skipped: `mount -t tmpfs is not permitted here (${String((error as Error).message).split('\n')[0]})` };
+  }
+  return {
+    dir,
+    unmount() {
+      execFileSync('umount', ['-l', dir], { stdio: 'pipe' });
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Takes every free block of the filesystem holding `dir` with one file; returns its path. */
+function fillDisk(dir: string): string {
+  const path = join(dir, 'filler');
+  const fd = openSync(path, 'w');
+  const block = Buffer.alloc(4096, 0x66);
+  try {
+    // Bounded: 64 MB of 4 KB writes at most, far more than the tiny filesystem holds.
+    for (let i = 0; i < 16_384; i++) writeSync(fd, block);
+    throw new Error('the filesystem did not fill up');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') throw error;
+  } finally {
+    closeSync(fd);
+  }
+  return path;
+}
+
+interface Harness {
+  ferry: Ferry;
+  url: string;
+  receiver: TestReceiver;
+  /** One batch of `n` tracks with ids `${tag}-${i}`; the status and the error code, if any. */
+  send(tag: string, n: number): Promise<{ status: number; code?: string; ids: string[] }>;
+  stats(): Promise<{ events: number; deliveries: Record<string, number> }>;
+  stop(): Promise<void>;
+}
+
+async function startHarness(dataDir: string): Promise<Harness> {
+  const receiver = await startReceiver();
+  const ferry = await createFerry({
+    config: testConfig([webhooksDestination('hooks', [receiver.url])], {
+      // Short lease and poll, so deliveries whose completion failed during the fault come back soon.
+      delivery: { leaseMs: 1000, timeoutMs: 500, pollIntervalMs: 50, retry: { initialDelayMs: 100, jitter: 0 } },
+    }),
+    dataDir,
+    adminToken,
+    logger: pino({ level: process.env['FERRY_LOG_LEVEL'] ?? 'silent' }),
+  });
+  const url = await ferry.start(0, '127.0.0.1');
+  return {
+    ferry,
+    url,
+    receiver,
+    async send(tag, n) {
+      const ids = Array.from({ length: n }, (_, i) => `${tag}-${i}`);
+      const res = await fetch(`${url}/v1/batch`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: basicAuth(writeKey) },
+        body: JSON.stringify({ batch: ids.map((messageId) => ({ type: 'track', userId: 'u', event: 'E', messageId, properties: { pad: 'p'.repeat(800) } })) }),
+      });
+      const json = (await res.json()) as { errors?: { code: string }[] };
+      return { status: res.status, code: json.errors?.[0]?.code, ids };
+    },
+    async stats() {
+      return (await fetch(`${url}/admin/v1/stats`, { headers: { authorization: `Bearer ${adminToken}` } })).json() as Promise<any>;
+    },
+    async stop() {
+      await ferry.stop();
+      await receiver.close();
+    },
+  };
+}
+
+/** Bounded wait until every id has arrived at the receiver. */
+async function waitForDelivered(receiver: TestReceiver, ids: Iterable<string>, ms: number): Promise<string[]> {
+  const want = new Set(ids);
+  const deadline = Date.now() + ms;
+  let seen = 0;
+  while (want.size > 0 && Date.now() < deadline) {
+    for (; seen < receiver.requests.length; seen++) want.delete(receiver.requests[seen]!.json.messageId as string);
+    if (want.size === 0) break;
+    await within(Math.max(1, deadline - Date.now()), 'arrivals', receiver.waitFor(seen + 1)).catch(() => undefined);
+  }
+  return [...want];
+}
+
+test('disk full while running: 503 store_unavailable (never 200), nothing half-stored, resumes by itself, nothing acknowledged lost', async (t) => {
+  const fs = mountTinyFilesystem('8m');
+  if ('skipped' in fs) {
+    t.skip(fs.skipped);
+    return;
+  }
+  const h = await startHarness(join(fs.dir, 'data'));
+  try {
+    const acked = new Set<string>();
+    // Before: the receiver is down (503), so jobs are still pending and being retried when the disk fills.
+    h.receiver.reply({ status: 503 });
+    for (let i = 0; i < 4; i++) {
+      const r = await h.send(`before${i}`, 10);
+      assert.equal(r.status, 200);
+      r.ids.forEach((id) => acked.add(id));
+    }
+    const before = await h.stats();
+
+    const filler = fillDisk(fs.dir);
+    const refused = new Set<string>();
+    // Serially and concurrently: every answer while the disk is full is a 503 with the stable code.
+    for (let i = 0; i < 5; i++) {
+      const r = await h.send(`full${i}`, 20);
+      assert.deepEqual([r.status, r.code], [503, 'store_unavailable'], `request ${i} while the disk is full`);
+      r.ids.forEach((id) => refused.add(id));
+    }
+    const burst = await Promise.all(Array.from({ length: 6 }, (_, k) => h.send(`burst${k}`, 200)));
+    for (const r of burst) {
+      assert.deepEqual([r.status, r.code], [503, 'store_unavailable'], 'a concurrent burst (one group commit) while full');
+      r.ids.forEach((id) => refused.add(id));
+    }
+    const during = await h.stats();
+    assert.equal(during.events, before.events, 'nothing from a refused request was stored');
+    assert.equal((await fetch(`${h.url}/health`)).status, 200, 'the process stays up');
+
+    // The fault goes away; no restart.
+    unlinkSync(filler);
+    h.receiver.reply({ status: 200 });
+    const first = await h.send('after0', 10);
+    assert.equal(first.status, 200, 'the very first request after space is freed is accepted');
+    first.ids.forEach((id) => acked.add(id));
+    for (let i = 1; i < 4; i++) {
+      const r = await h.send(`after${i}`, 10);
+      assert.equal(r.status, 200);
+      r.ids.forEach((id) => acked.add(id));
+    }
+    const missing = await waitForDelivered(h.receiver, acked, 30_000);
+    assert.deepEqual(missing, [], 'every acknowledged event, before and after the fault, is delivered');
+    const arrived = new Set(h.receiver.requests.map((r) => r.json.messageId as string));
+    assert.equal([...refused].filter((id) => arrived.has(id)).length, 0, 'nothing refused with a 503 is ever delivered');
+    t.diagnostic(
+      `${acked.size} acknowledged, ${refused.size} refused with 503 while full; ` +
+        `${h.receiver.requests.length} arrivals (${h.receiver.requests.length - arrived.size} duplicates)`,
+    );
+  } finally {
+    await h.stop();
+    fs.unmount();
+  }
+});
+
+test('database locked by another process: 503 store_unavailable after the busy timeout, resumes when released', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'ferry-locked-'));
+  const dataDir = join(dir, 'data');
+  mkdirSync(dataDir);
+  const h = await startHarness(dataDir);
+  const other = new Database(join(dataDir, 'ferry.db'));
+  try {
+    const acked = new Set<string>();
+    const r0 = await h.send('unlocked', 5);
+    assert.equal(r0.status, 200);
+    r0.ids.forEach((id) => acked.add(id));
+    await waitForDelivered(h.receiver, acked, 10_000);
+
+    other.prepare('BEGIN IMMEDIATE').run();
+    const startedAt = Date.now();
+    const healthDuring = fetch(`${h.url}/health`).then(() => Date.now() - startedAt);
+    const locked = await h.send('locked', 5);
+    const lockedMs = Date.now() - startedAt;
+    assert.deepEqual([locked.status, locked.code], [503, 'store_unavailable'], 'a locked database is a 503, never a 200');
+    const healthMs = await healthDuring;
+    other.prepare('COMMIT').run();
+
+    const r1 = await h.send('released', 5);
+    assert.equal(r1.status, 200, 'service resumes by itself once the lock is released');
+    r1.ids.forEach((id) => acked.add(id));
+    assert.deepEqual(await waitForDelivered(h.receiver, acked, 10_000), []);
+    assert.equal(h.receiver.requests.filter((r) => String(r.json.messageId).startsWith('locked-')).length, 0);
+    // Reported, not asserted: better-sqlite3 waits out busy_timeout synchronously, so the whole
+    // process (health, admin, other sources' ingestion, delivery) stalls for that long.
+    t.diagnostic(`locked write answered 503 after ${lockedMs} ms; /health meanwhile took ${healthMs} ms (event loop blocked)`);
+  } finally {
+    if (other.inTransaction) other.prepare('ROLLBACK').run();
+    other.close();
+    await h.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
