@@ -6,9 +6,10 @@
 //   node bench/client/run.mjs                     # full run: 100,000 calls, 3 rounds
 //   node bench/client/run.mjs --quick             # 20,000 calls, 1 round
 //
-// Options: --calls N, --rounds N. Every runner is its own child process (peak RSS is per
+// Options: --calls N, --rounds N, --budget-s N (default 170: no round starts that would
+// likely end past it; the peer's 100k-call round dominates). Every runner is its own child process (peak RSS is per
 // runner); rounds interleave the runners in rotating order; the table shows medians and the
-// JSON lands in bench/client/results/latest.json.
+// JSON lands in bench/client/results/latest.json (quick.json for --quick or --calls).
 import { execFile, fork } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -24,7 +25,8 @@ const argValue = (flag, fallback) => {
 };
 const calls = argValue('--calls', quick ? 20_000 : 100_000);
 const rounds = argValue('--rounds', quick ? 1 : 3);
-const RUNNER_TIMEOUT_MS = 120_000;
+const budgetMs = argValue('--budget-s', 170) * 1000;
+const RUNNER_TIMEOUT_MS = 100_000;
 const runners = ['ferry', 'segment', 'featureless'];
 
 if (!Number.isInteger(calls) || calls < 20 || calls % 20 !== 0) throw new Error('--calls must be a multiple of 20');
@@ -53,7 +55,8 @@ function runOnce(name, sinkUrl) {
       [`${here}runner.mjs`, name, sinkUrl, String(calls)],
       { cwd: root, timeout: RUNNER_TIMEOUT_MS, maxBuffer: 1 << 20, env: { ...process.env, DEBUG: '' } },
       (error, stdout, stderr) => {
-        if (stderr.trim()) process.stderr.write(stderr.split('\n').slice(0, 5).join('\n') + '\n');
+        const warnings = stderr.trim().split('\n').filter(Boolean).slice(0, 3);
+        for (const w of warnings) process.stderr.write(`    [${name} stderr] ${w}\n`);
         if (error) return resolve({ runner: name, failed: String(error.message).split('\n')[0] });
         resolve(JSON.parse(stdout.trim().split('\n').at(-1)));
       },
@@ -69,8 +72,18 @@ const median = (xs) => {
 
 const sink = await startSink();
 const results = Object.fromEntries(runners.map((r) => [r, []]));
-console.log(`client bench: ${calls.toLocaleString('en')} track calls, ${rounds} round(s), ${os.cpus().length} CPUs, Node ${process.version}`);
+console.log(
+  `client bench: ${calls.toLocaleString('en')} track calls, ${rounds} round(s), ${os.cpus().length} CPUs, ` +
+    `load ${os.loadavg()[0].toFixed(1)}, Node ${process.version}`,
+);
+const began = Date.now();
+let slowestRoundMs = 0;
 for (let round = 0; round < rounds; round++) {
+  if (round > 0 && Date.now() - began + slowestRoundMs > budgetMs) {
+    console.log(`  stopping after ${round} round(s): another would pass the ${budgetMs / 1000} s budget`);
+    break;
+  }
+  const roundStart = Date.now();
   const order = runners.map((_, i) => runners[(i + round) % runners.length]);
   for (const name of order) {
     await post(`${sink.url}/reset`);
@@ -81,6 +94,7 @@ for (let round = 0; round < rounds; round++) {
       : `${Math.round(r.e2ePerSec).toLocaleString('en')} events/s end to end, ${Math.round(r.peakRssMB)} MB peak, ${r.unique} unique, ${r.duplicates} duplicates`;
     console.log(`  round ${round + 1} ${name.padEnd(11)} ${line}`);
   }
+  slowestRoundMs = Math.max(slowestRoundMs, Date.now() - roundStart);
 }
 sink.child.disconnect();
 sink.child.kill();
@@ -137,6 +151,8 @@ console.log(`| ferry / segment, peak RSS | ${fmt(ratios.rssVsSegment, 3)}x | <= 
 console.log(`| ferry / segment, enqueue | ${fmt(ratios.enqueueVsSegment, 1)}x | - |`);
 
 mkdirSync(`${here}results`, { recursive: true });
-const out = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, calls, rounds, summary, ratios, goals, runs: results };
-writeFileSync(`${here}results/latest.json`, `${JSON.stringify(out, null, 2)}\n`);
-console.log('\nwrote bench/client/results/latest.json');
+const out = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, loadavg: os.loadavg(), calls, rounds, summary, ratios, goals, runs: results };
+// A quick or resized run never overwrites the full run's record.
+const file = quick || calls !== 100_000 ? 'quick.json' : 'latest.json';
+writeFileSync(`${here}results/${file}`, `${JSON.stringify(out, null, 2)}\n`);
+console.log(`\nwrote bench/client/results/${file}`);

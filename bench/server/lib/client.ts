@@ -39,7 +39,7 @@ async function runAutocannon(m: any) {
     url: m.url,
     connections: m.connections,
     duration: m.durationS,
-    amount: m.maxRequests,
+    // Bounded by duration (autocannon ignores `duration` when `amount` is set).
     timeout: 30,
     requests: [
       {

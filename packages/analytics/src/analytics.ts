@@ -1,5 +1,6 @@
+import { setMaxListeners } from 'node:events';
 import { type Batch, maxSingleMessageBytes, takeBatch } from './batch.js';
-import { type BuiltMessage, buildMessage } from './build-message.js';
+import { type BuildContext, type BuiltMessage, buildMessage } from './build-message.js';
 import { type Clock, systemClock, type TimerHandle } from './clock.js';
 import { type DeliveryContext, type DeliveryOutcome, deliverBatch } from './deliver-batch.js';
 import { TypedEmitter } from './emitter.js';
@@ -113,7 +114,7 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
   readonly #inFlight = new Set<InFlightBatch>();
   readonly #waiters = new Set<Waiter>();
   readonly #stop = new AbortController();
-  readonly #build;
+  readonly #build: BuildContext;
   #seq = 0;
   // Messages with seq <= drainUpTo are sent even below flushAt (after the timer, flush, close).
   #drainUpTo = 0;
@@ -134,18 +135,14 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
    */
   constructor(writeKey: string | AnalyticsOptions, options: AnalyticsOptions = {}) {
     super();
-    const merged = typeof writeKey === 'string' ? { ...options, writeKey } : { ...writeKey };
-    // `host` is Segment's name for the endpoint; accepting it keeps the switch to one line.
-    const host = (merged as { host?: unknown }).host;
-    if (host !== undefined) {
-      delete (merged as { host?: unknown }).host;
-      if (merged.endpoint === undefined) merged.endpoint = host as string;
-    }
-    const o = resolveOptions(merged);
+    const o = resolveOptions(typeof writeKey === 'string' ? { ...options, writeKey } : writeKey);
     this.#options = o;
     this.#clock = o.clock ?? systemClock;
     this.#logger = o.logger ?? defaultLogger(globalThis.process?.env?.['DEBUG']);
     this.#transport = o.transport ?? createNodeHttpTransport();
+    // Each in-flight attempt and retry wait listens on this signal; with a large maxInFlight
+    // Node would otherwise warn about a listener leak that is not one.
+    setMaxListeners(0, this.#stop.signal);
     const maxMessageBytes = Math.min(o.maxMessageBytes, maxSingleMessageBytes(o.maxBatchBytes));
     const clock = this.#clock;
     this.#build = { now: () => clock.now(), newMessageId: () => crypto.randomUUID(), maxMessageBytes };

@@ -56,6 +56,8 @@ export interface AnalyticsOptions {
   writeKey?: string;
   /** Base URL of the API; requests go to `{endpoint}/v1/batch`. Default `http://localhost:8080`. */
   endpoint?: string;
+  /** Segment's name for `endpoint`, accepted so switching from `@segment/analytics-node` is one line. */
+  host?: string;
   /** Queued messages that trigger a flush. Default 20; 1 sends every call at once. */
   flushAt?: number;
   /** The spec's other name for `flushAt`. */
@@ -141,7 +143,7 @@ const integerOptions = {
   retryAfterMaxMs: 0,
 } as const;
 
-const aliases = { size: 'flushAt', flushAfter: 'flushAfterMs' } as const;
+const aliases = { size: 'flushAt', flushAfter: 'flushAfterMs', host: 'endpoint' } as const;
 const otherKeys = ['writeKey', 'endpoint', 'overflow', 'gzip', 'transport', 'logger', 'clock', 'random'];
 const knownKeys = new Set<string>([...Object.keys(integerOptions), ...Object.keys(aliases), ...otherKeys]);
 

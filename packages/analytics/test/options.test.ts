@@ -14,6 +14,7 @@ describe('options', () => {
     ['zero flushAt', { flushAt: 0 }],
     ['fractional flushAfter', { flushAfter: 1.5 }],
     ['size and flushAt disagree', { size: 10, flushAt: 20 }],
+    ['host and endpoint disagree', { host: 'http://127.0.0.1:1', endpoint: 'http://127.0.0.1:2' }],
     ['endpoint not a URL', { endpoint: 'localhost' }],
     ['ftp endpoint', { endpoint: 'ftp://127.0.0.1' }],
     ['unknown overflow policy', { overflow: 'block' }],
@@ -30,7 +31,7 @@ describe('options', () => {
   it('takes the write key first or inside the options, and Segment\'s host as the endpoint', async () => {
     const sink = await SinkServer.start();
     const a = new Analytics('key-a', { endpoint: sink.url });
-    const b = new Analytics({ writeKey: 'key-b', host: sink.url } as never);
+    const b = new Analytics({ writeKey: 'key-b', host: sink.url });
     a.track({ userId: 'u', event: 'E' });
     b.track({ userId: 'u', event: 'E' });
     await Promise.all([a.close(), b.closeAndFlush()]);

@@ -111,7 +111,14 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     connectionTimeout: 60_000,
     keepAliveTimeout: 65_000,
     bodyLimit: 1024 * 1024,
-    return503OnClosing: true,
+    // Our own 503 below answers in the error format while stopping.
+    return503OnClosing: false,
+    // Behind a reverse proxy, FERRY_TRUST_PROXY=1 takes the client address from X-Forwarded-For (context.ip).
+    trustProxy: ['1', 'true', 'yes'].includes((process.env['FERRY_TRUST_PROXY'] ?? '').toLowerCase()),
+  });
+  let closing = false;
+  app.addHook('onRequest', async (_request, reply) => {
+    if (closing) return reply.code(503).header('connection', 'close').send(new FerryError('shutting_down').toBody());
   });
   app.setErrorHandler((error: FastifyError | FerryError, request, reply) => {
     if (error instanceof FerryError) return reply.code(error.status).send(error.toBody());
@@ -159,6 +166,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     },
     stop() {
       stopping ??= (async () => {
+        closing = true;
         await app.close();
         await audiences?.stop();
         await worker.stop();

@@ -18,6 +18,7 @@ export { loadConfigFile, configFromObject, applyEnvironment, ConfigError } from 
 export { errorCodes, FerryError, type ErrorCode, type ErrorBody } from './errors/error-codes.js';
 export type { Store } from './store/store.js';
 export { SqliteStore } from './store/sqlite/sqlite-store.js';
+export { PgStore, type PgStoreOptions } from './store/postgres/pg-store.js';
 export { DeliveryWorker, type DeliveryEvents } from './delivery/worker.js';
 export { decideOutcome, retryableStatuses } from './delivery/retry-policy.js';
 export { systemClock, ManualClock, type Clock } from './util/clock.js';

@@ -121,7 +121,13 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     if (!current) throw new FerryError('not_found', `no destination ${request.params.id}`);
     const patch = request.body;
     if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) throw new FerryError('bad_request', 'the body must be a JSON object');
-    const destination = validateDestination({ ...current, ...patch, id: current.id }, sourceIds(), otherDestinations(current.id));
+    // Settings merge one level deep, so a patch of `webhooks` keeps the shared secret it cannot see.
+    const patchSettings = (patch as { settings?: unknown }).settings;
+    const settings =
+      patchSettings !== null && typeof patchSettings === 'object' && !Array.isArray(patchSettings)
+        ? { ...current.settings, ...patchSettings }
+        : (patchSettings ?? current.settings);
+    const destination = validateDestination({ ...current, ...patch, settings, id: current.id }, sourceIds(), otherDestinations(current.id));
     await catalog.putDestination(destination);
     return redactDestination(destination);
   });

@@ -3,6 +3,8 @@ import { defaultProcessSettings } from '../config/defaults.js';
 import { applyEnvironment, loadConfigFile } from '../config/load.js';
 import type { FerryConfig } from '../config/model.js';
 import { createFerry, type Ferry } from '../app.js';
+import { PgStore } from '../store/postgres/pg-store.js';
+import type { Store } from '../store/store.js';
 
 /** Options of `ferry serve`, after the command line and the environment are merged. */
 export interface ServeOptions {
@@ -21,7 +23,8 @@ export function resolveServeSettings(flags: ServeOptions, env: NodeJS.ProcessEnv
     port,
     host: flags.host ?? env['HOST'] ?? '0.0.0.0',
     dataDir: resolve(flags.data ?? env['FERRY_DATA_DIR'] ?? defaultProcessSettings.dataDir),
-    databaseUrl: env['DATABASE_URL'],
+    databaseUrl: env['DATABASE_URL'] || undefined,
+    databaseSchema: env['FERRY_DATABASE_SCHEMA'] || undefined,
     adminToken: env['FERRY_ADMIN_TOKEN'] || undefined,
   };
 }
@@ -32,13 +35,25 @@ export async function startFromSettings(
   env: NodeJS.ProcessEnv,
   override?: (config: FerryConfig) => FerryConfig,
 ): Promise<{ ferry: Ferry; url: string; config: FerryConfig }> {
-  if (settings.databaseUrl && /^postgres(ql)?:\/\//.test(settings.databaseUrl))
-    throw new Error('DATABASE_URL names PostgreSQL, but this build of Ferry has only the embedded SQLite store; unset DATABASE_URL to use it');
   let config = applyEnvironment(loadConfigFile(settings.configPath, env), env);
   if (override) config = override(config);
-  const ferry = await createFerry({ config, dataDir: settings.dataDir, adminToken: settings.adminToken });
+  const store = settings.databaseUrl ? await openPostgres(settings.databaseUrl, settings.databaseSchema) : undefined;
+  const ferry = await createFerry({ config, dataDir: settings.dataDir, adminToken: settings.adminToken, store });
   const url = await ferry.start(settings.port, settings.host);
   return { ferry, url, config };
+}
+
+/** The PostgreSQL store named by DATABASE_URL; any other scheme is refused rather than ignored. */
+async function openPostgres(databaseUrl: string, schema: string | undefined): Promise<Store> {
+  if (!/^postgres(ql)?:\/\//.test(databaseUrl))
+    throw new Error('DATABASE_URL must be a postgres:// URL (unset it to use the embedded SQLite store)');
+  try {
+    return await PgStore.open({ connectionString: databaseUrl, schema });
+  } catch (error) {
+    // The URL may hold a password: name the host only.
+    const host = new URL(databaseUrl).host;
+    throw new Error(`cannot open the PostgreSQL store at ${host}: ${error instanceof Error ? error.message : String(error)}`);
+  }
 }
 
 /** Stops the server cleanly on SIGTERM/SIGINT: stop accepting, finish or hand back in-flight work. */
@@ -71,7 +86,7 @@ export async function serveCommand(flags: ServeOptions): Promise<void> {
   const { ferry, url, config } = await startFromSettings(settings, process.env);
   const base = displayUrl(url);
   const print = (line: string) => process.stdout.write(line + '\n');
-  print(`Ferry listening on ${base} (store: ${ferry.store.kind}, data: ${settings.dataDir})`);
+  print(`Ferry listening on ${base} (store: ${ferry.store.kind === 'sqlite' ? `sqlite in ${settings.dataDir}` : 'postgres'})`);
   print(`  ingestion: POST ${base}/v1/batch  (Basic auth: a source's write key as user name)`);
   print(`  sources: ${config.sources.map((s) => s.id).join(', ') || 'none'}; destinations: ${config.destinations.map((d) => d.id).join(', ') || 'none'}`);
   if (ferry.generatedAdminToken)

@@ -47,7 +47,7 @@ export interface RetrySettings {
   initialDelayMs: number;
   /** Each further delay is the previous one times this. */
   multiplier: number;
-  /** No delay is longer than this. */
+  /** No delay before jitter is longer than this (with jitter 0.2 a capped delay lands between 0.8× and 1.2× of it). */
   maxDelayMs: number;
   /** Each delay is spread uniformly by ± this fraction (0.2 = ±20 %). */
   jitter: number;
@@ -76,7 +76,10 @@ export interface DeliverySettings {
 
 /** Outbound network policy of the webhook sender. */
 export interface NetworkSettings {
-  /** Let webhooks reach loopback, private and link-local addresses (`FERRY_ALLOW_PRIVATE_NETWORKS=1`). */
+  /**
+   * Let webhooks reach loopback and private addresses (`FERRY_ALLOW_PRIVATE_NETWORKS=1`). Link-local
+   * addresses (cloud metadata), multicast and reserved ranges stay refused unless named in `allowedNetworks`.
+   */
   allowPrivateNetworks: boolean;
   /** CIDR ranges reachable even while private networks are refused, e.g. `10.1.2.0/24`. */
   allowedNetworks: string[];

@@ -42,8 +42,11 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   private readonly running = new Set<Promise<void>>();
   private stopped = true;
   private timer: NodeJS.Timeout | undefined;
+  private immediate: NodeJS.Immediate | undefined;
   private ticking = false;
   private wakeRequested = false;
+  /** Set by a claim round that left a destination alone because too few of its slots were free. */
+  private waitingForSlots = false;
   private readonly random: () => number;
 
   constructor(private readonly o: DeliveryWorkerOptions) {
@@ -68,15 +71,34 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     this.schedule(0);
   }
 
+  /**
+   * Runs the loop after `delayMs`; 0 means at the end of this turn of the event loop
+   * (setImmediate, not a 1 ms timer). Many wakes in one turn share one round.
+   */
   private schedule(delayMs: number): void {
     if (this.stopped) return;
-    if (this.timer) clearTimeout(this.timer);
+    if (delayMs <= 0) {
+      if (this.immediate) return;
+      this.clearScheduled();
+      this.immediate = setImmediate(() => void this.loop());
+      return;
+    }
+    this.clearScheduled();
     this.timer = setTimeout(() => void this.loop(), delayMs);
+  }
+
+  private clearScheduled(): void {
+    if (this.timer) clearTimeout(this.timer);
+    if (this.immediate) clearImmediate(this.immediate);
+    this.timer = undefined;
+    this.immediate = undefined;
   }
 
   private async loop(): Promise<void> {
     this.timer = undefined;
+    this.immediate = undefined;
     let claimed = 0;
+    this.waitingForSlots = false;
     try {
       claimed = await this.tick();
     } catch (error) {
@@ -88,6 +110,12 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     if (claimed > 0 || this.wakeRequested) {
       this.wakeRequested = false;
       if (this.total < this.o.settings.concurrency) this.schedule(0);
+      return;
+    }
+    // Due work waits for slots that are busy: the job that frees them wakes the loop, so
+    // there is no need to ask the store when the next job is due.
+    if (this.waitingForSlots && this.total > 0) {
+      this.schedule(this.o.settings.pollIntervalMs);
       return;
     }
     const next = await this.o.store.nextDueAt(this.activeDestinations().map((d) => d.id)).catch(() => null);
@@ -108,13 +136,16 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     try {
       const { settings } = this.o;
       let claimed = 0;
+      // Refill in batches: while most of a destination's slots are busy, wait until a quarter
+      // of them are free, so that one claim query serves several jobs rather than one each.
+      const refillAt = Math.max(1, Math.floor(Math.min(settings.perDestinationConcurrency, settings.claimBatchSize) / 4));
       for (const destination of this.activeDestinations()) {
-        const free = Math.min(
-          settings.perDestinationConcurrency - (this.inFlight.get(destination.id) ?? 0),
-          settings.concurrency - this.total,
-          settings.claimBatchSize,
-        );
-        if (free <= 0) continue;
+        const busy = this.inFlight.get(destination.id) ?? 0;
+        const free = Math.min(settings.perDestinationConcurrency - busy, settings.concurrency - this.total, settings.claimBatchSize);
+        if (free <= 0 || (free < refillAt && busy > 0)) {
+          this.waitingForSlots = true;
+          continue;
+        }
         const jobs = await this.o.store.claim({
           destinationId: destination.id,
           owner: this.owner,
@@ -222,8 +253,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
    */
   async stop(graceMs = 10_000): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
+    this.clearScheduled();
     let timeout: NodeJS.Timeout | undefined;
     await Promise.race([this.settled(), new Promise<void>((r) => (timeout = setTimeout(r, graceMs)))]);
     if (timeout) clearTimeout(timeout);

@@ -16,7 +16,6 @@ export const errorCodes = {
   too_many_messages: { status: 400, text: 'A batch holds at most 2,500 messages.' },
   store_unavailable: { status: 503, text: 'The store could not commit the request; nothing was accepted. Retry later.' },
   not_found: { status: 404, text: 'No such route or resource.' },
-  method_not_allowed: { status: 405, text: 'The route does not accept this method.' },
   bad_request: { status: 400, text: 'The request could not be read.' },
   request_timeout: { status: 408, text: 'The request was not received in time.' },
   shutting_down: { status: 503, text: 'The server is stopping and accepts no new requests.' },

@@ -112,7 +112,7 @@ test(`repeated SIGKILL under load (${cycles} cycles), restart on the same data: 
   const missing = await waitForIds(receiver, acked, 60_000);
   assert.deepEqual([...missing].slice(0, 20), [], `${missing.size} acknowledged events were never delivered`);
 
-  const stats = await (await fetch(`${base}/admin/v1/stats`, { headers: { authorization: 'Bearer kill-admin' } })).json();
+  const stats = (await (await fetch(`${base}/admin/v1/stats`, { headers: { authorization: 'Bearer kill-admin' } })).json()) as { events: number };
   assert.ok(stats.events >= acked.size, `the store holds every acknowledged event (${stats.events} >= ${acked.size})`);
 
   const arrivals = receiver.requests.map((r) => r.json.messageId as string);

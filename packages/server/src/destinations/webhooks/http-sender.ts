@@ -112,6 +112,8 @@ export function createHttpSender(options: HttpSenderOptions): WebhookSender {
     },
   });
   let closed = false;
+  // Parsed and vetted once per URL string: the policy is fixed for the sender's life.
+  const targets = new TargetCache(policy);
 
   async function send(request: SendRequest): Promise<SendResult> {
     const startedAtMs = clock.now();
@@ -124,33 +126,26 @@ export function createHttpSender(options: HttpSenderOptions): WebhookSender {
     });
 
     if (closed) return fail('protocol', 'the sender is closed');
-    const target = parseTarget(request.url);
+    const target = targets.get(request.url);
     if (typeof target === 'string') return fail('invalid_url', target);
-    if (isIP(target.address)) {
-      const reason = refusalReason(target.address, policy);
-      if (reason !== undefined) return fail('ssrf', `refused to connect to ${target.address}: ${reason}`);
-    }
+    if (target.refusal !== undefined) return fail('ssrf', `refused to connect to ${target.address}: ${target.refusal}`);
 
-    const controller = new AbortController();
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, request.timeoutMs);
+    const signal = new TimeoutSignal();
+    const timer = setTimeout(() => signal.abort(), request.timeoutMs);
 
     let response: Dispatcher.ResponseData;
     try {
       response = await agent.request({
-        origin: target.url.origin,
-        path: `${target.url.pathname}${target.url.search}`,
+        origin: target.origin,
+        path: target.path,
         method: 'POST',
         headers: transportHeaders(request.headers),
         body: request.body,
-        signal: controller.signal,
+        signal,
         headersTimeout: request.timeoutMs,
       });
     } catch (error) {
-      if (timedOut) return fail('timeout', `no response head within ${request.timeoutMs} ms`);
+      if (signal.aborted) return fail('timeout', `no response head within ${request.timeoutMs} ms`);
       return fail(classify(error), describe(error));
     } finally {
       clearTimeout(timer);
@@ -201,6 +196,74 @@ interface Target {
   url: URL;
   /** Host name without URL brackets; an IP literal or a DNS name. */
   address: string;
+}
+
+/** A URL ready to request: where to, and whether the SSRF guard refuses its IP literal. */
+interface CachedTarget {
+  origin: string;
+  path: string;
+  address: string;
+  /** Why the guard refuses an IP-literal host (Node skips the DNS lookup for those), if it does. */
+  refusal: string | undefined;
+}
+
+/** URLs seen before; cleared when it grows past this many (URLs come from the catalog, so rarely). */
+const TARGET_CACHE_LIMIT = 1024;
+
+/** {@link parseTarget} and the IP-literal SSRF verdict, memoised per URL string. */
+class TargetCache {
+  private readonly cache = new Map<string, CachedTarget | string>();
+  constructor(private readonly policy: NetworkPolicy) {}
+
+  get(raw: string): CachedTarget | string {
+    let entry = this.cache.get(raw);
+    if (entry === undefined) {
+      const t = parseTarget(raw);
+      entry =
+        typeof t === 'string'
+          ? t
+          : {
+              origin: t.url.origin,
+              path: `${t.url.pathname}${t.url.search}`,
+              address: t.address,
+              refusal: isIP(t.address) ? refusalReason(t.address, this.policy) : undefined,
+            };
+      if (this.cache.size >= TARGET_CACHE_LIMIT) this.cache.clear();
+      this.cache.set(raw, entry);
+    }
+    return entry;
+  }
+}
+
+/**
+ * The smallest abort signal undici accepts (an emitter with `on`/`once`/`removeListener`
+ * and `aborted`): an AbortController and its EventTarget cost more than the rest of a
+ * request's bookkeeping, and one request has one listener at most.
+ */
+class TimeoutSignal {
+  aborted = false;
+  reason: Error | undefined;
+  private listener: (() => void) | undefined;
+
+  on(_event: 'abort', listener: () => void): this {
+    this.listener = listener;
+    return this;
+  }
+  once(event: 'abort', listener: () => void): this {
+    return this.on(event, listener);
+  }
+  removeListener(_event: 'abort', listener: () => void): this {
+    if (this.listener === listener) this.listener = undefined;
+    return this;
+  }
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = Object.assign(new Error('the response head did not arrive in time'), { name: 'TimeoutError', code: 'ETIMEDOUT' });
+    const listener = this.listener;
+    this.listener = undefined;
+    listener?.();
+  }
 }
 
 /** The URL to request, or why it cannot be requested. */

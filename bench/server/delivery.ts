@@ -1,0 +1,97 @@
+/**
+ * Benchmark 3, delivery (TypeScript via tsx; the server under test is the built
+ * `packages/server/dist` run through the `ferry serve` CLI: run `npm run build` first).
+ *
+ * A backlog of `--events` events (default 100,000) is accepted through Ferry's own API with
+ * the worker off, then `ferry serve` starts against a copy of it and delivers every job to a
+ * local receiver (its own process): signed (sharedSecret) and logged (one attempt row per
+ * URL). The rate is taken between the receiver's first and last arrival. Reference: raw
+ * undici (a Pool with the same number of connections as Ferry's per-destination
+ * concurrency, default 16) posting the same stored bodies to the same receiver, unsigned and
+ * unlogged. Goal: Ferry >= 0.5 x raw. After each run the database is checked: every job
+ * succeeded, one attempt per job, every request signed. Median of `--runs` (default 3).
+ *
+ *   npx tsx bench/server/delivery.ts [--events 100000] [--runs 3] [--timeout-s 180]
+ */
+import { join } from 'node:path';
+import { arrivalRate, copyData, deliveryCounts, fillBacklog, waitForArrivals } from './lib/backlog.js';
+import { log, median, numFlag, printTable, removeDir, round, startChild, startFerry, tempDir, writeConfig, writeResults } from './lib/common.js';
+
+export interface DeliverySummary {
+  ferryPerSec: number;
+  rawPerSec: number;
+  ratio: number;
+  goalMet: boolean;
+}
+
+/** Default per-destination concurrency of the server, so the reference uses as many connections. */
+const connections = 16;
+
+export async function runDelivery(opts: { events: number; runs: number; timeoutS: number }): Promise<DeliverySummary> {
+  const dir = tempDir('delivery');
+  const runs: any[] = [];
+  try {
+    const filled = await fillBacklog(dir, [{ id: 'hooks', url: 'http://127.0.0.1:9/placeholder' }], opts.events);
+    for (let r = 1; r <= opts.runs; r++) {
+      log(`delivery run ${r}/${opts.runs}`);
+      const receiver = startChild('receiver.ts');
+      const client = startChild('client.ts');
+      const runDir = join(dir, `run${r}`);
+      try {
+        const { port } = await receiver.ask({ cmd: 'listen', mode: 'ok' });
+        const url = `http://127.0.0.1:${port}/hooks`;
+        // Reference first: raw undici, same bodies, same receiver.
+        const raw = await client.ask({ cmd: 'raw-post', url, dbPath: join(filled, 'ferry.db'), count: opts.events, connections, timeoutMs: opts.timeoutS * 1000 });
+        const rawStats = await receiver.ask({ cmd: 'stats' });
+        await receiver.ask({ cmd: 'reset' });
+        // Ferry on a copy of the backlog.
+        const dataDir = copyData(filled, join(runDir, 'data'));
+        const configPath = writeConfig(runDir, [{ id: 'hooks', url }]);
+        const started = Date.now();
+        const ferry = await startFerry({ configPath, dataDir });
+        const stats = await waitForArrivals(receiver, opts.events, opts.timeoutS * 1000);
+        const wallS = (Date.now() - started) / 1000;
+        await ferry.stop();
+        const counts = deliveryCounts(dataDir);
+        runs.push({
+          raw: { perSec: arrivalRate(rawStats), ok: raw.ok, failed: raw.failed, ms: raw.ms },
+          ferry: {
+            perSec: arrivalRate(stats),
+            arrived: stats.count,
+            signed: stats.signed,
+            wallS,
+            succeeded: counts.byDestination['hooks']?.['succeeded'] ?? 0,
+            attempts: counts.attempts['hooks'] ?? 0,
+            complete: stats.count >= opts.events,
+          },
+        });
+      } finally {
+        await client.stop();
+        await receiver.stop();
+        removeDir(runDir);
+      }
+    }
+  } finally {
+    removeDir(dir);
+  }
+  const ferry = median(runs.map((x) => x.ferry.perSec));
+  const raw = median(runs.map((x) => x.raw.perSec));
+  const checked = runs.every((x) => x.ferry.complete && x.ferry.succeeded === opts.events && x.ferry.attempts === opts.events && x.ferry.signed === x.ferry.arrived);
+  const summary: DeliverySummary = { ferryPerSec: round(ferry), rawPerSec: round(raw), ratio: round(ferry / raw, 2), goalMet: ferry >= 0.5 * raw && checked };
+  printTable(
+    `Delivery: webhook deliveries/s from a backlog of ${opts.events.toLocaleString('en-US')} events to a local receiver (median of ${opts.runs} runs)`,
+    ['system', 'deliveries/s', 'x raw', 'notes'],
+    [
+      [`raw undici Pool (${connections} connections, unsigned, unlogged)`, summary.rawPerSec, 1, 'reference'],
+      ['Ferry (signed, attempt logged, leased)', summary.ferryPerSec, summary.ratio,
+        `goal >= 0.5: ${summary.goalMet ? 'met' : 'NOT met'}; all succeeded+logged+signed: ${checked}`],
+    ],
+  );
+  const path = writeResults('delivery', { settings: { ...opts, connections }, summary, runs });
+  log(`wrote ${path}`);
+  return summary;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  await runDelivery({ events: numFlag('events', 100_000), runs: numFlag('runs', 3), timeoutS: numFlag('timeout-s', 180) });
+}

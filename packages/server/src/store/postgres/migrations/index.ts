@@ -1,0 +1,4 @@
+import * as init from './001-init.js';
+
+/** Numbered PostgreSQL migrations, applied in order under an advisory lock; `ferry_migrations` records them. */
+export const migrations: { version: number; sql: string }[] = [{ version: 1, sql: init.sql }];

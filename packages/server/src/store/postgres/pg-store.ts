@@ -1,0 +1,431 @@
+import pg from 'pg';
+import type { DestinationConfig, SourceConfig } from '../../config/model.js';
+import {
+  keptRejections,
+  toAttemptView,
+  toClaimed,
+  toDeliveryView,
+  toRegulation,
+  iso,
+  type AttemptRow,
+  type ClaimRow,
+  type DeliveryRow,
+  type RegulationRow,
+} from '../rows.js';
+import type {
+  AttemptOutcome,
+  AttemptRecord,
+  AttemptView,
+  ClaimedDelivery,
+  DeadReason,
+  DeleteNotice,
+  DeliveryFilter,
+  DeliveryView,
+  IngestOutcome,
+  IngestWrite,
+  NewDelivery,
+  Regulation,
+  ReplayFilter,
+  Store,
+  StoreStats,
+} from '../store.js';
+import { migrations } from './migrations/index.js';
+
+/** Options of the PostgreSQL store. */
+export interface PgStoreOptions {
+  /** A `postgres://` connection string. */
+  connectionString: string;
+  /** Schema holding Ferry's tables (created if missing); default `public`. Tests use one per test. */
+  schema?: string;
+  /** Connections in the pool; default 10. */
+  poolSize?: number;
+}
+
+// BIGINT columns hold ms timestamps and ids, all far below 2^53: read them as numbers.
+const typeParsers = {
+  getTypeParser: ((oid: number, format?: string) =>
+    oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+};
+
+const schemaName = /^[a-z_][a-z0-9_]*$/;
+
+/**
+ * The store for several nodes: PostgreSQL through a connection pool. Every node claims due
+ * jobs with `FOR UPDATE SKIP LOCKED` under a lease, so nodes never send the same job at once
+ * and a node that dies leaves jobs that another picks up when the lease runs out. Each
+ * ingestion request commits in its own transaction before it is answered.
+ */
+export class PgStore implements Store {
+  readonly kind = 'postgres' as const;
+  private readonly pool: pg.Pool;
+
+  private constructor(pool: pg.Pool) {
+    this.pool = pool;
+  }
+
+  /** Connects, creates the schema if needed, and applies pending migrations. */
+  static async open(options: PgStoreOptions): Promise<PgStore> {
+    const schema = options.schema ?? 'public';
+    if (!schemaName.test(schema)) throw new Error(`invalid schema name ${JSON.stringify(schema)}`);
+    const pool = new pg.Pool({
+      connectionString: options.connectionString,
+      max: options.poolSize ?? 10,
+      options: `-c search_path=${schema}`,
+      types: typeParsers,
+    });
+    // An idle client's error (e.g. the server restarted) must not crash the process; the next query reconnects.
+    pool.on('error', () => {});
+    const store = new PgStore(pool);
+    try {
+      await store.migrate(schema);
+    } catch (error) {
+      await pool.end();
+      throw error;
+    }
+    return store;
+  }
+
+  private async migrate(schema: string): Promise<void> {
+    const client = await this.pool.connect();
+    try {
+      // One node migrates at a time; the others wait, then find nothing left to do.
+      await client.query(`SELECT pg_advisory_lock(hashtext('ferry_migrations_' || $1))`, [schema]);
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+      await client.query(`CREATE TABLE IF NOT EXISTS ferry_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`);
+      const { rows } = await client.query<{ v: number | null }>(`SELECT MAX(version) AS v FROM ferry_migrations`);
+      const current = rows[0]?.v ?? 0;
+      for (const m of migrations) {
+        if (m.version <= current) continue;
+        await client.query('BEGIN');
+        await client.query(m.sql);
+        await client.query(`INSERT INTO ferry_migrations (version, applied_at) VALUES ($1, $2)`, [m.version, Date.now()]);
+        await client.query('COMMIT');
+      }
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    } finally {
+      await client.query(`SELECT pg_advisory_unlock(hashtext('ferry_migrations_' || $1))`, [schema]).catch(() => {});
+      client.release();
+    }
+  }
+
+  private async inTransaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const result = await work(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  async ingest(write: IngestWrite): Promise<IngestOutcome> {
+    const outcome: IngestOutcome = { inserted: 0, duplicates: 0, deliveries: 0 };
+    if (write.events.length === 0 && write.rejections.length === 0) return outcome;
+    return this.inTransaction(async (client) => {
+      if (write.events.length > 0) {
+        const e = write.events;
+        const inserted = await client.query<{ id: number; message_id: string }>(
+          `INSERT INTO events (source_id, message_id, type, user_id, anonymous_id, event, received_at, json)
+           SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[])
+           ON CONFLICT (source_id, message_id) DO NOTHING
+           RETURNING id, message_id`,
+          [
+            e.map((x) => x.sourceId),
+            e.map((x) => x.messageId),
+            e.map((x) => x.type),
+            e.map((x) => x.userId ?? null),
+            e.map((x) => x.anonymousId ?? null),
+            e.map((x) => x.event ?? null),
+            e.map((x) => x.receivedAtMs),
+            e.map((x) => x.json),
+          ],
+        );
+        outcome.inserted = inserted.rows.length;
+        outcome.duplicates = e.length - inserted.rows.length;
+        const idByMessage = new Map(inserted.rows.map((r) => [r.message_id, r.id]));
+        const d: { destinationId: string; sourceId: string; eventId: number; kind: string; messageId: string; userId: string | null; body: string; at: number }[] = [];
+        for (const event of e) {
+          const eventId = idByMessage.get(event.messageId);
+          if (eventId === undefined) continue;
+          // A messageId repeated inside one write is stored once; route only its first copy.
+          idByMessage.delete(event.messageId);
+          for (const job of event.deliveries)
+            d.push({ destinationId: job.destinationId, sourceId: event.sourceId, eventId, kind: job.kind, messageId: event.messageId, userId: event.userId ?? null, body: job.body, at: event.receivedAtMs });
+        }
+        if (d.length > 0) {
+          await client.query(
+            `INSERT INTO deliveries (destination_id, source_id, event_id, kind, message_id, user_id, body, created_at, next_attempt_at)
+             SELECT a, b, c, k, m, u, body, t, t FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[])
+               AS x(a, b, c, k, m, u, body, t)`,
+            [d.map((x) => x.destinationId), d.map((x) => x.sourceId), d.map((x) => x.eventId), d.map((x) => x.kind), d.map((x) => x.messageId), d.map((x) => x.userId), d.map((x) => x.body), d.map((x) => x.at)],
+          );
+        }
+        outcome.deliveries = d.length;
+      }
+      if (write.rejections.length > 0) {
+        const r = write.rejections;
+        const now = write.events[0]?.receivedAtMs ?? Date.now();
+        await client.query(
+          `INSERT INTO rejections (source_id, batch_index, code, message, received_at)
+           SELECT s, i, c, m, $5 FROM unnest($1::text[], $2::int[], $3::text[], $4::text[]) AS x(s, i, c, m)`,
+          [r.map((x) => x.sourceId), r.map((x) => x.index), r.map((x) => x.code), r.map((x) => x.message), now],
+        );
+        await client.query(
+          `INSERT INTO rejection_counts (source_id, code, count)
+           SELECT s, c, COUNT(*) FROM unnest($1::text[], $2::text[]) AS x(s, c) GROUP BY s, c
+           ON CONFLICT (source_id, code) DO UPDATE SET count = rejection_counts.count + excluded.count`,
+          [r.map((x) => x.sourceId), r.map((x) => x.code)],
+        );
+        await client.query(`DELETE FROM rejections WHERE id <= (SELECT MAX(id) FROM rejections) - ${keptRejections}`);
+      }
+      return outcome;
+    });
+  }
+
+  async nextDueAt(destinationIds: string[]): Promise<number | null> {
+    if (destinationIds.length === 0) return null;
+    const { rows } = await this.pool.query<{ due: number | null }>(
+      `SELECT MIN(next_attempt_at) AS due FROM deliveries WHERE status = 'pending' AND destination_id = ANY($1::text[])`,
+      [destinationIds],
+    );
+    return rows[0]?.due ?? null;
+  }
+
+  async claim(args: { destinationId: string; owner: string; nowMs: number; leaseMs: number; limit: number }): Promise<ClaimedDelivery[]> {
+    const { rows } = await this.pool.query<ClaimRow>(
+      `UPDATE deliveries SET lease_owner = $1, next_attempt_at = $2
+       WHERE id IN (
+         SELECT id FROM deliveries
+         WHERE status = 'pending' AND destination_id = $3 AND next_attempt_at <= $4
+         ORDER BY next_attempt_at, id LIMIT $5
+         FOR UPDATE SKIP LOCKED)
+       RETURNING id, destination_id, kind, body, message_id, user_id, attempt_count, first_attempt_at, trigger, created_at`,
+      [args.owner, args.nowMs + args.leaseMs, args.destinationId, args.nowMs, args.limit],
+    );
+    return rows.sort((a, b) => a.id - b.id).map(toClaimed);
+  }
+
+  async complete(args: { id: number; owner: string; nowMs: number; firstAttemptAtMs: number; attempts: AttemptRecord[]; outcome: AttemptOutcome }): Promise<boolean> {
+    return this.inTransaction(async (client) => {
+      const a = args.attempts;
+      if (a.length > 0)
+        await client.query(
+          `INSERT INTO attempts (delivery_id, url, started_at, latency_ms, status_code, error_class, error_message, response_body, trigger)
+           SELECT $1, u, s, l, c, e, m, r, t FROM unnest($2::text[], $3::bigint[], $4::int[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[])
+             AS x(u, s, l, c, e, m, r, t)`,
+          [args.id, a.map((x) => x.url), a.map((x) => x.startedAtMs), a.map((x) => x.latencyMs), a.map((x) => x.statusCode), a.map((x) => x.errorClass), a.map((x) => x.errorMessage), a.map((x) => x.responseBody), a.map((x) => x.trigger)],
+        );
+      const o = args.outcome;
+      const common = `attempt_count = attempt_count + 1, first_attempt_at = $3, lease_owner = NULL, trigger = 'scheduled'`;
+      const where = `WHERE id = $1 AND lease_owner = $2 AND status = 'pending'`;
+      const result =
+        o.status === 'succeeded'
+          ? await client.query(`UPDATE deliveries SET status = 'succeeded', ${common}, completed_at = $4, last_error = NULL ${where}`, [args.id, args.owner, args.firstAttemptAtMs, args.nowMs])
+          : o.status === 'pending'
+            ? await client.query(`UPDATE deliveries SET ${common}, next_attempt_at = $4, last_error = $5 ${where}`, [args.id, args.owner, args.firstAttemptAtMs, o.nextAttemptAtMs, o.lastError])
+            : await client.query(`UPDATE deliveries SET status = 'dead', ${common}, completed_at = $4, dead_reason = $5, last_error = $6 ${where}`, [args.id, args.owner, args.firstAttemptAtMs, args.nowMs, o.reason, o.lastError]);
+      return result.rowCount === 1;
+    });
+  }
+
+  async releaseLeases(owner: string, nowMs: number): Promise<number> {
+    const r = await this.pool.query(`UPDATE deliveries SET lease_owner = NULL, next_attempt_at = $1 WHERE status = 'pending' AND lease_owner = $2`, [nowMs, owner]);
+    return r.rowCount ?? 0;
+  }
+
+  async abandonPending(destinationId: string, reason: DeadReason, nowMs: number): Promise<number> {
+    const r = await this.pool.query(
+      `UPDATE deliveries SET status = 'dead', dead_reason = $1, completed_at = $2, lease_owner = NULL, last_error = $3
+       WHERE status = 'pending' AND destination_id = $4`,
+      [reason, nowMs, `the destination was ${reason === 'destination_deleted' ? 'deleted' : 'disabled'}`, destinationId],
+    );
+    return r.rowCount ?? 0;
+  }
+
+  async enqueue(deliveries: NewDelivery[], nowMs: number): Promise<void> {
+    if (deliveries.length === 0) return;
+    await insertLoose(this.pool, deliveries, nowMs);
+  }
+
+  async listDeliveries(filter: DeliveryFilter): Promise<DeliveryView[]> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    const add = (clause: string, value: unknown) => {
+      params.push(value);
+      where.push(clause.replace('?', `$${params.length}`));
+    };
+    if (filter.status) add('status = ?', filter.status);
+    if (filter.destinationId) add('destination_id = ?', filter.destinationId);
+    if (filter.sourceId) add('source_id = ?', filter.sourceId);
+    if (filter.messageId) add('message_id = ?', filter.messageId);
+    if (filter.afterId !== undefined) add('id > ?', filter.afterId);
+    params.push(filter.limit);
+    const { rows } = await this.pool.query<DeliveryRow>(
+      `SELECT * FROM deliveries ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id LIMIT $${params.length}`,
+      params,
+    );
+    return rows.map(toDeliveryView);
+  }
+
+  async getDelivery(id: number): Promise<{ delivery: DeliveryView; body: string; attempts: AttemptView[] } | null> {
+    const { rows } = await this.pool.query<DeliveryRow & { body: string }>(`SELECT * FROM deliveries WHERE id = $1`, [id]);
+    const row = rows[0];
+    if (!row) return null;
+    const attempts = await this.pool.query<AttemptRow>(`SELECT * FROM attempts WHERE delivery_id = $1 ORDER BY id`, [id]);
+    return { delivery: toDeliveryView(row), body: row.body, attempts: attempts.rows.map(toAttemptView) };
+  }
+
+  async replay(filter: ReplayFilter, nowMs: number): Promise<number> {
+    const where = [`status = 'dead'`];
+    const params: unknown[] = [nowMs];
+    if (filter.ids) {
+      if (filter.ids.length === 0) return 0;
+      params.push(filter.ids);
+      where.push(`id = ANY($${params.length}::bigint[])`);
+    }
+    if (filter.destinationId) (params.push(filter.destinationId), where.push(`destination_id = $${params.length}`));
+    if (filter.sinceMs !== undefined) (params.push(filter.sinceMs), where.push(`completed_at >= $${params.length}`));
+    // A replay opens a fresh retry window: the old one has run out by definition.
+    const r = await this.pool.query(
+      `UPDATE deliveries SET status = 'pending', trigger = 'manual', next_attempt_at = $1, first_attempt_at = NULL,
+         completed_at = NULL, dead_reason = NULL, lease_owner = NULL
+       WHERE ${where.join(' AND ')}`,
+      params,
+    );
+    return r.rowCount ?? 0;
+  }
+
+  async listRejections(args: { sourceId?: string; limit: number }) {
+    const { rows } = args.sourceId
+      ? await this.pool.query(`SELECT * FROM rejections WHERE source_id = $1 ORDER BY id DESC LIMIT $2`, [args.sourceId, args.limit])
+      : await this.pool.query(`SELECT * FROM rejections ORDER BY id DESC LIMIT $1`, [args.limit]);
+    return (rows as { source_id: string; batch_index: number; code: string; message: string; received_at: number }[]).map((r) => ({
+      sourceId: r.source_id,
+      index: r.batch_index,
+      code: r.code,
+      message: r.message,
+      receivedAt: iso(r.received_at)!,
+    }));
+  }
+
+  async rejectionCounts() {
+    const { rows } = await this.pool.query<{ source_id: string; code: string; count: number }>(
+      `SELECT source_id, code, count FROM rejection_counts ORDER BY source_id, code`,
+    );
+    return rows.map((r) => ({ sourceId: r.source_id, code: r.code, count: r.count }));
+  }
+
+  async stats(): Promise<StoreStats> {
+    const deliveries: StoreStats['deliveries'] = { pending: 0, succeeded: 0, dead: 0 };
+    const byStatus = await this.pool.query<{ status: keyof StoreStats['deliveries']; n: number }>(
+      `SELECT status, COUNT(*)::bigint AS n FROM deliveries GROUP BY status`,
+    );
+    for (const r of byStatus.rows) deliveries[r.status] = r.n;
+    const events = await this.pool.query<{ n: number }>(`SELECT COUNT(*)::bigint AS n FROM events`);
+    const rejections = await this.pool.query<{ n: number }>(`SELECT COALESCE(SUM(count), 0)::bigint AS n FROM rejection_counts`);
+    return { events: events.rows[0]!.n, deliveries, rejections: rejections.rows[0]!.n };
+  }
+
+  async createRegulation(args: { id: string; userIds: string[]; sourceIds: string[] | null; nowMs: number }): Promise<Regulation> {
+    await this.pool.query(`INSERT INTO regulations (id, user_ids, source_ids, status, created_at) VALUES ($1, $2, $3, 'pending', $4)`, [
+      args.id,
+      JSON.stringify(args.userIds),
+      args.sourceIds === null ? null : JSON.stringify(args.sourceIds),
+      args.nowMs,
+    ]);
+    return (await this.getRegulation(args.id))!;
+  }
+
+  async getRegulation(id: string): Promise<Regulation | null> {
+    const { rows } = await this.pool.query<RegulationRow>(`SELECT * FROM regulations WHERE id = $1`, [id]);
+    return rows[0] ? toRegulation(rows[0]) : null;
+  }
+
+  async pendingRegulations(): Promise<Regulation[]> {
+    const { rows } = await this.pool.query<RegulationRow>(`SELECT * FROM regulations WHERE status = 'pending' ORDER BY created_at`);
+    return rows.map(toRegulation);
+  }
+
+  async executeRegulation(args: { id: string; notices: DeleteNotice[]; nowMs: number }): Promise<Regulation> {
+    await this.inTransaction(async (client) => {
+      const { rows } = await client.query<RegulationRow>(`SELECT * FROM regulations WHERE id = $1 FOR UPDATE`, [args.id]);
+      if (!rows[0] || rows[0].status !== 'pending') return;
+      const reg = toRegulation(rows[0]);
+      const scope = reg.sourceIds === null ? '' : `AND source_id = ANY($2::text[])`;
+      const params = reg.sourceIds === null ? [reg.userIds] : [reg.userIds, reg.sourceIds];
+      // Delete notices already queued are kept: they are the point of the exercise.
+      const ids = `SELECT id FROM deliveries WHERE kind != 'delete' AND user_id = ANY($1::text[]) ${scope}`;
+      await client.query(`DELETE FROM attempts WHERE delivery_id IN (${ids})`, params);
+      const deliveriesDeleted = (await client.query(`DELETE FROM deliveries WHERE id IN (${ids})`, params)).rowCount ?? 0;
+      const eventsDeleted = (await client.query(`DELETE FROM events WHERE user_id = ANY($1::text[]) ${scope}`, params)).rowCount ?? 0;
+      if (args.notices.length > 0)
+        await insertLoose(
+          client,
+          args.notices.map((n) => ({ destinationId: n.destinationId, sourceId: n.sourceId, kind: 'delete' as const, userId: n.userId, body: n.body })),
+          args.nowMs,
+        );
+      await client.query(
+        `UPDATE regulations SET status = 'done', finished_at = $1, events_deleted = $2, deliveries_deleted = $3, notifications_queued = $4 WHERE id = $5`,
+        [args.nowMs, eventsDeleted, deliveriesDeleted, args.notices.length, args.id],
+      );
+    });
+    return (await this.getRegulation(args.id))!;
+  }
+
+  async loadCatalog(): Promise<{ sources: SourceConfig[]; destinations: DestinationConfig[] }> {
+    const sources = await this.pool.query<{ config: string }>(`SELECT config FROM sources ORDER BY id`);
+    const destinations = await this.pool.query<{ config: string }>(`SELECT config FROM destinations ORDER BY id`);
+    return {
+      sources: sources.rows.map((r) => JSON.parse(r.config) as SourceConfig),
+      destinations: destinations.rows.map((r) => JSON.parse(r.config) as DestinationConfig),
+    };
+  }
+
+  async saveSource(source: SourceConfig): Promise<void> {
+    await this.pool.query(`INSERT INTO sources (id, config) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET config = excluded.config`, [source.id, JSON.stringify(source)]);
+  }
+
+  async deleteSource(id: string): Promise<void> {
+    await this.pool.query(`DELETE FROM sources WHERE id = $1`, [id]);
+  }
+
+  async saveDestination(destination: DestinationConfig): Promise<void> {
+    await this.pool.query(`INSERT INTO destinations (id, config) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET config = excluded.config`, [
+      destination.id,
+      JSON.stringify(destination),
+    ]);
+  }
+
+  async deleteDestination(id: string): Promise<void> {
+    await this.pool.query(`DELETE FROM destinations WHERE id = $1`, [id]);
+  }
+
+  async getSetting(key: string): Promise<string | null> {
+    const { rows } = await this.pool.query<{ value: string }>(`SELECT value FROM settings WHERE key = $1`, [key]);
+    return rows[0]?.value ?? null;
+  }
+
+  async setSetting(key: string, value: string): Promise<void> {
+    await this.pool.query(`INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [key, value]);
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}
+
+async function insertLoose(db: pg.Pool | pg.PoolClient, d: readonly NewDelivery[], nowMs: number): Promise<void> {
+  await db.query(
+    `INSERT INTO deliveries (destination_id, source_id, event_id, kind, message_id, user_id, body, created_at, next_attempt_at)
+     SELECT a, b, NULL, k, m, u, body, $7, $7 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+       AS x(a, b, k, m, u, body)`,
+    [d.map((x) => x.destinationId), d.map((x) => x.sourceId ?? null), d.map((x) => x.kind), d.map((x) => x.messageId ?? null), d.map((x) => x.userId ?? null), d.map((x) => x.body), nowMs],
+  );
+}

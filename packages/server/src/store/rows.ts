@@ -1,0 +1,126 @@
+import type { AttemptView, DeadReason, DeliveryView, Regulation } from './store.js';
+
+/**
+ * Row shapes shared by the SQL stores (both use the same column names) and their mapping to
+ * the views the admin API shows. Times are stored as integer milliseconds since the epoch.
+ */
+
+/** ms since the epoch to ISO 8601, keeping null. */
+export const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+
+export interface DeliveryRow {
+  id: number;
+  destination_id: string;
+  source_id: string | null;
+  kind: DeliveryView['kind'];
+  status: DeliveryView['status'];
+  message_id: string | null;
+  user_id: string | null;
+  attempt_count: number;
+  created_at: number;
+  first_attempt_at: number | null;
+  next_attempt_at: number;
+  completed_at: number | null;
+  dead_reason: DeadReason | null;
+  last_error: string | null;
+}
+
+export interface RegulationRow {
+  id: string;
+  user_ids: string;
+  source_ids: string | null;
+  status: Regulation['status'];
+  created_at: number;
+  finished_at: number | null;
+  events_deleted: number;
+  deliveries_deleted: number;
+  notifications_queued: number;
+}
+
+export interface AttemptRow {
+  url: string;
+  started_at: number;
+  latency_ms: number;
+  status_code: number | null;
+  error_class: AttemptView['errorClass'];
+  error_message: string | null;
+  response_body: string | null;
+  trigger: AttemptView['trigger'];
+}
+
+export interface ClaimRow {
+  id: number;
+  destination_id: string;
+  kind: DeliveryView['kind'];
+  body: string;
+  message_id: string | null;
+  user_id: string | null;
+  attempt_count: number;
+  first_attempt_at: number | null;
+  trigger: AttemptView['trigger'];
+  created_at: number;
+}
+
+export function toDeliveryView(r: DeliveryRow): DeliveryView {
+  return {
+    id: r.id,
+    destinationId: r.destination_id,
+    sourceId: r.source_id,
+    kind: r.kind,
+    status: r.status,
+    messageId: r.message_id,
+    userId: r.user_id,
+    attemptCount: r.attempt_count,
+    createdAt: iso(r.created_at)!,
+    firstAttemptAt: iso(r.first_attempt_at),
+    nextAttemptAt: r.status === 'pending' ? iso(r.next_attempt_at) : null,
+    completedAt: iso(r.completed_at),
+    deadReason: r.dead_reason,
+    lastError: r.last_error,
+  };
+}
+
+export function toRegulation(r: RegulationRow): Regulation {
+  return {
+    id: r.id,
+    userIds: JSON.parse(r.user_ids) as string[],
+    sourceIds: r.source_ids === null ? null : (JSON.parse(r.source_ids) as string[]),
+    status: r.status,
+    createdAt: iso(r.created_at)!,
+    finishedAt: iso(r.finished_at),
+    eventsDeleted: r.events_deleted,
+    deliveriesDeleted: r.deliveries_deleted,
+    notificationsQueued: r.notifications_queued,
+  };
+}
+
+export function toAttemptView(a: AttemptRow): AttemptView {
+  return {
+    url: a.url,
+    startedAt: iso(a.started_at)!,
+    latencyMs: a.latency_ms,
+    statusCode: a.status_code,
+    errorClass: a.error_class,
+    errorMessage: a.error_message,
+    responseBody: a.response_body,
+    trigger: a.trigger,
+  };
+}
+
+export function toClaimed(r: ClaimRow) {
+  return {
+    id: r.id,
+    destinationId: r.destination_id,
+    kind: r.kind,
+    body: r.body,
+    messageId: r.message_id,
+    userId: r.user_id,
+    attemptCount: r.attempt_count,
+    firstAttemptAtMs: r.first_attempt_at,
+    trigger: r.trigger,
+    createdAtMs: r.created_at,
+  };
+}
+
+/** How many recent rejections are kept for operators; counts are kept forever. */
+export const keptRejections = 1000;

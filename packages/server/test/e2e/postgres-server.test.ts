@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import pino from 'pino';
+import { createFerry } from '../../src/app.js';
+import { PgStore } from '../../src/store/postgres/pg-store.js';
+import { adminToken, startFerry, testConfig, webhooksDestination, writeKey } from '../helpers/ferry.js';
+import { dropSchema, postgresUrl, stopPostgres, uniqueSchema } from '../helpers/postgres.js';
+import { startReceiver } from '../helpers/receiver.js';
+import { spawnFerry } from '../helpers/spawn-ferry.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+after(() => stopPostgres());
+
+/** Cleanups run last-registered first, like a stack: the server stops before its schema is dropped. */
+function cleanups(t: { after: (fn: () => Promise<void> | void) => void }) {
+  const stack: (() => Promise<void> | void)[] = [];
+  t.after(async () => {
+    for (const fn of stack.reverse()) await fn();
+  });
+  return (fn: () => Promise<void> | void) => void stack.push(fn);
+}
+
+describe('the server on PostgreSQL', () => {
+  test('ingestion, delivery, dead letters and deletion work the same as on SQLite', async (t) => {
+    const after = cleanups(t);
+    const url = await postgresUrl();
+    const schema = uniqueSchema();
+    after(() => dropSchema(url, schema));
+    const receiver = await startReceiver();
+    after(() => receiver.close());
+    const store = await PgStore.open({ connectionString: url, schema });
+    const ferry = await startFerry(testConfig([webhooksDestination('hooks', [receiver.url])]), { store });
+    after(() => ferry.stop());
+
+    const res = await ferry.send('/v1/batch', {
+      batch: [
+        { type: 'track', userId: 'pg-user', event: 'A', messageId: 'pg-1' },
+        { type: 'identify', userId: 'pg-user', traits: { plan: 'pro' }, messageId: 'pg-2' },
+        { type: 'track', event: 'no identity' },
+      ],
+    });
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.json.rejected.map((r: any) => r.code), ['missing_identity']);
+    const got = await receiver.waitFor(2);
+    assert.deepEqual(got.map((r) => r.json.messageId).sort(), ['pg-1', 'pg-2']);
+    assert.equal((await ferry.send('/v1/batch', { batch: [{ type: 'track', userId: 'pg-user', event: 'A', messageId: 'pg-1' }] })).status, 200);
+    assert.equal((await ferry.admin('GET', '/stats')).json.events, 2, 'idempotent on messageId');
+
+    const reg = await ferry.admin('POST', '/regulations', { userIds: ['pg-user'] });
+    assert.equal(reg.status, 202);
+    await ferry.ferry.regulations.idle();
+    const status = await ferry.admin('GET', `/regulations/${reg.json.id}`);
+    assert.equal(status.json.eventsDeleted, 2);
+    const [del] = (await receiver.waitFor(3)).slice(2);
+    assert.equal(del!.json.type, 'delete');
+    assert.equal(del!.json.userId, 'pg-user');
+  });
+
+  test('two nodes on one database share the work: every event delivered once, none twice at the same time', async (t) => {
+    const after = cleanups(t);
+    const url = await postgresUrl();
+    const schema = uniqueSchema();
+    after(() => dropSchema(url, schema));
+    const receiver = await startReceiver();
+    after(() => receiver.close());
+    const config = testConfig([webhooksDestination('hooks', [receiver.url])], { delivery: { claimBatchSize: 5, concurrency: 8, perDestinationConcurrency: 8 } });
+    const nodes = [];
+    for (let i = 0; i < 2; i++) {
+      const store = await PgStore.open({ connectionString: url, schema });
+      const node = await createFerry({ config, store, adminToken, logger: pino({ level: 'silent' }) });
+      nodes.push({ node, base: await node.start(0, '127.0.0.1') });
+    }
+    after(async () => {
+      for (const { node } of nodes) await node.stop();
+    });
+    const n = 300;
+    const auth = 'Basic ' + Buffer.from(`${writeKey}:`).toString('base64');
+    for (let b = 0; b < n / 50; b++) {
+      const base = nodes[b % 2]!.base;
+      const res = await fetch(`${base}/v1/batch`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: auth },
+        body: JSON.stringify({ batch: Array.from({ length: 50 }, (_, i) => ({ type: 'track', userId: 'u', event: 'E', messageId: `n-${b}-${i}` })) }),
+      });
+      assert.equal(res.status, 200);
+    }
+    await receiver.waitFor(n);
+    const ids = receiver.requests.map((r) => r.json.messageId);
+    assert.equal(new Set(ids).size, n);
+    assert.equal(ids.length, n, 'no job was claimed by both nodes');
+  });
+
+  test('ferry serve uses DATABASE_URL', async (t) => {
+    const after = cleanups(t);
+    const url = await postgresUrl();
+    const schema = uniqueSchema();
+    after(() => dropSchema(url, schema));
+    const dir = mkdtempSync(join(tmpdir(), 'ferry-pgcli-'));
+    after(() => rmSync(dir, { recursive: true, force: true }));
+    const config = join(dir, 'ferry.config.json');
+    writeFileSync(config, JSON.stringify({ sources: [{ id: 'app', name: 'App', writeKey: 'k' }], destinations: [] }));
+    const ferry = spawnFerry(['serve', '--config', config, '--port', '0', '--host', '127.0.0.1'], {
+      DATABASE_URL: url,
+      FERRY_DATABASE_SCHEMA: schema,
+      FERRY_ADMIN_TOKEN: 't',
+    });
+    after(() => void ferry.child.kill('SIGKILL'));
+    const [, base] = await ferry.waitForOutput(/listening on (http:\/\/\S+)/);
+    assert.match(ferry.output(), /store: postgres/);
+    const health = (await (await fetch(`${base}/health`)).json()) as { store: string };
+    assert.equal(health.store, 'postgres');
+  });
+});

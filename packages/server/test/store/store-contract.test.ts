@@ -1,0 +1,223 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { PgStore } from '../../src/store/postgres/pg-store.js';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import type { AttemptRecord, NewEvent, Store } from '../../src/store/store.js';
+import { dropSchema, postgresUrl, stopPostgres, uniqueSchema } from '../helpers/postgres.js';
+
+/** One contract, every implementation: each test gets a fresh store (own file or own schema). */
+const backends: { name: string; open: () => Promise<{ store: Store; cleanup: () => Promise<void> }> }[] = [
+  {
+    name: 'sqlite',
+    open: async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'ferry-store-'));
+      const store = new SqliteStore({ path: join(dir, 'ferry.db') });
+      return { store, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+    },
+  },
+  {
+    name: 'postgres',
+    open: async () => {
+      const url = await postgresUrl();
+      const schema = uniqueSchema();
+      const store = await PgStore.open({ connectionString: url, schema, poolSize: 4 });
+      return { store, cleanup: () => dropSchema(url, schema) };
+    },
+  },
+];
+after(() => stopPostgres());
+
+const t0 = Date.parse('2026-06-01T00:00:00.000Z');
+
+function event(messageId: string, over: Partial<NewEvent> = {}): NewEvent {
+  return {
+    sourceId: 'app',
+    messageId,
+    type: 'track',
+    userId: 'u1',
+    event: 'E',
+    receivedAtMs: t0,
+    json: JSON.stringify({ messageId }),
+    deliveries: [{ destinationId: 'd1', kind: 'event', body: `{"messageId":"${messageId}"}` }],
+    ...over,
+  };
+}
+
+const attempt = (over: Partial<AttemptRecord> = {}): AttemptRecord => ({
+  url: 'https://example.com/hook',
+  startedAtMs: t0,
+  latencyMs: 12,
+  statusCode: 503,
+  errorClass: 'http',
+  errorMessage: 'HTTP 503',
+  responseBody: 'busy',
+  trigger: 'scheduled',
+  ...over,
+});
+
+for (const backend of backends) {
+  describe(`store contract: ${backend.name}`, () => {
+    async function withStore(fn: (store: Store) => Promise<void>) {
+      const { store, cleanup } = await backend.open();
+      try {
+        await fn(store);
+      } finally {
+        await store.close();
+        await cleanup();
+      }
+    }
+
+    test('S01 ingest stores events with their jobs; a messageId seen again is a duplicate', () =>
+      withStore(async (store) => {
+        const first = await store.ingest({ events: [event('a'), event('b'), event('a')], rejections: [] });
+        assert.deepEqual(first, { inserted: 2, duplicates: 1, deliveries: 2 });
+        const again = await store.ingest({ events: [event('b'), event('c', { sourceId: 'other' }), event('b', { sourceId: 'other' })], rejections: [] });
+        assert.deepEqual(again, { inserted: 2, duplicates: 1, deliveries: 2 }, 'idempotency is per source');
+        const stats = await store.stats();
+        assert.equal(stats.events, 4);
+        assert.equal(stats.deliveries.pending, 4);
+      }));
+
+    test('S02 rejections are kept for operators and counted per source and code', () =>
+      withStore(async (store) => {
+        await store.ingest({
+          events: [],
+          rejections: [
+            { sourceId: 'app', index: 1, code: 'missing_event', message: 'no event' },
+            { sourceId: 'app', index: 2, code: 'missing_event', message: 'no event' },
+          ],
+        });
+        await store.ingest({ events: [], rejections: [{ sourceId: 'other', index: 0, code: 'invalid_type', message: 'x' }] });
+        assert.deepEqual(await store.rejectionCounts(), [
+          { sourceId: 'app', code: 'missing_event', count: 2 },
+          { sourceId: 'other', code: 'invalid_type', count: 1 },
+        ]);
+        const recent = await store.listRejections({ sourceId: 'app', limit: 10 });
+        assert.deepEqual(recent.map((r) => r.index), [2, 1]);
+        assert.equal((await store.stats()).rejections, 3);
+      }));
+
+    test('S03 a claim leases due jobs of one destination; others cannot claim them until the lease runs out', () =>
+      withStore(async (store) => {
+        await store.ingest({ events: [event('a'), event('b'), event('c', { deliveries: [{ destinationId: 'd2', kind: 'event', body: '{}' }] })], rejections: [] });
+        assert.equal(await store.nextDueAt(['d1']), t0);
+        const w1 = await store.claim({ destinationId: 'd1', owner: 'w1', nowMs: t0, leaseMs: 1000, limit: 10 });
+        assert.deepEqual(w1.map((j) => j.messageId), ['a', 'b']);
+        assert.equal(w1[0]!.body, '{"messageId":"a"}', 'the exact stored bytes');
+        assert.equal(w1[0]!.firstAttemptAtMs, null);
+        assert.deepEqual(await store.claim({ destinationId: 'd1', owner: 'w2', nowMs: t0 + 999, leaseMs: 1000, limit: 10 }), []);
+        const taken = await store.claim({ destinationId: 'd1', owner: 'w2', nowMs: t0 + 1000, leaseMs: 1000, limit: 1 });
+        assert.deepEqual(taken.map((j) => j.messageId), ['a'], 'an expired lease is due again, oldest first');
+        // The first worker lost its lease on `a`: its late completion is refused.
+        assert.equal(await store.complete({ id: w1[0]!.id, owner: 'w1', nowMs: t0 + 1001, firstAttemptAtMs: t0, attempts: [attempt()], outcome: { status: 'succeeded' } }), false);
+        assert.equal(await store.complete({ id: taken[0]!.id, owner: 'w2', nowMs: t0 + 1001, firstAttemptAtMs: t0, attempts: [attempt({ statusCode: 200, errorClass: null, errorMessage: null })], outcome: { status: 'succeeded' } }), true);
+        const detail = await store.getDelivery(taken[0]!.id);
+        assert.equal(detail!.delivery.status, 'succeeded');
+        assert.equal(detail!.attempts.length, 2, 'both attempts are logged');
+      }));
+
+    test('S04 completion outcomes: retry later, dead letter, success; attempts kept in order', () =>
+      withStore(async (store) => {
+        await store.ingest({ events: [event('a'), event('b')], rejections: [] });
+        const [a, b] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 10 });
+        await store.complete({ id: a!.id, owner: 'w', nowMs: t0 + 5, firstAttemptAtMs: t0, attempts: [attempt(), attempt({ url: 'https://b.example.com', statusCode: null, errorClass: 'timeout', responseBody: null })], outcome: { status: 'pending', nextAttemptAtMs: t0 + 2000, lastError: 'HTTP 503' } });
+        await store.complete({ id: b!.id, owner: 'w', nowMs: t0 + 5, firstAttemptAtMs: t0, attempts: [attempt({ statusCode: 404 })], outcome: { status: 'dead', reason: 'non_retryable_response', lastError: 'HTTP 404' } });
+        const retry = (await store.getDelivery(a!.id))!;
+        assert.equal(retry.delivery.status, 'pending');
+        assert.equal(retry.delivery.attemptCount, 1);
+        assert.equal(retry.delivery.nextAttemptAt, new Date(t0 + 2000).toISOString());
+        assert.equal(retry.delivery.firstAttemptAt, new Date(t0).toISOString());
+        assert.deepEqual(retry.attempts.map((x) => [x.url, x.errorClass]), [['https://example.com/hook', 'http'], ['https://b.example.com', 'timeout']]);
+        assert.deepEqual(await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 1999, leaseMs: 1, limit: 10 }), []);
+        const [again] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 2000, leaseMs: 1, limit: 10 });
+        assert.equal(again!.attemptCount, 1);
+        assert.equal(again!.firstAttemptAtMs, t0);
+        const dead = (await store.listDeliveries({ status: 'dead', limit: 10 }))[0]!;
+        assert.equal(dead.deadReason, 'non_retryable_response');
+        assert.equal(dead.lastError, 'HTTP 404');
+      }));
+
+    test('S05 replay brings dead letters back, due now, in a fresh window, as manual', () =>
+      withStore(async (store) => {
+        await store.ingest({ events: [event('a'), event('b', { deliveries: [{ destinationId: 'd2', kind: 'event', body: '{}' }] })], rejections: [] });
+        for (const d of ['d1', 'd2']) {
+          const [job] = await store.claim({ destinationId: d, owner: 'w', nowMs: t0, leaseMs: 1000, limit: 1 });
+          await store.complete({ id: job!.id, owner: 'w', nowMs: t0, firstAttemptAtMs: t0, attempts: [attempt()], outcome: { status: 'dead', reason: 'retry_window_exhausted', lastError: 'x' } });
+        }
+        assert.equal(await store.replay({ destinationId: 'd1' }, t0 + 10), 1);
+        assert.equal(await store.replay({ ids: [] }, t0 + 10), 0);
+        const [job] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 10, leaseMs: 1000, limit: 5 });
+        assert.equal(job!.trigger, 'manual');
+        assert.equal(job!.firstAttemptAtMs, null);
+        assert.equal(await store.replay({ sinceMs: t0 + 1 }, t0 + 20), 0, 'd2 died before the given time');
+        assert.equal(await store.replay({ sinceMs: t0 }, t0 + 20), 1);
+      }));
+
+    test('S06 releasing leases and abandoning a destination', () =>
+      withStore(async (store) => {
+        await store.ingest({ events: [event('a'), event('b')], rejections: [] });
+        await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 1 });
+        assert.equal(await store.releaseLeases('w', t0 + 5), 1);
+        assert.equal((await store.claim({ destinationId: 'd1', owner: 'x', nowMs: t0 + 5, leaseMs: 1, limit: 5 })).length, 2);
+        assert.equal(await store.abandonPending('d1', 'destination_deleted', t0 + 6), 2);
+        const dead = await store.listDeliveries({ status: 'dead', limit: 5 });
+        assert.deepEqual(dead.map((d) => d.deadReason), ['destination_deleted', 'destination_deleted']);
+      }));
+
+    test('S07 regulations purge a user in scope and queue their notices atomically', () =>
+      withStore(async (store) => {
+        await store.ingest({
+          events: [event('a'), event('b', { sourceId: 'other' }), event('c', { userId: 'keep' })],
+          rejections: [],
+        });
+        const reg = await store.createRegulation({ id: 'reg_1', userIds: ['u1'], sourceIds: ['app'], nowMs: t0 });
+        assert.equal(reg.status, 'pending');
+        assert.deepEqual((await store.pendingRegulations()).map((r) => r.id), ['reg_1']);
+        const done = await store.executeRegulation({ id: 'reg_1', notices: [{ destinationId: 'd1', sourceId: 'app', userId: 'u1', body: '{"type":"delete"}' }], nowMs: t0 + 1 });
+        assert.equal(done.status, 'done');
+        assert.equal(done.eventsDeleted, 1);
+        assert.equal(done.deliveriesDeleted, 1);
+        assert.equal(done.notificationsQueued, 1);
+        assert.equal((await store.stats()).events, 2);
+        const deletes = (await store.listDeliveries({ limit: 10 })).filter((d) => d.kind === 'delete');
+        assert.equal(deletes.length, 1);
+        // Carrying it out again changes nothing.
+        await store.executeRegulation({ id: 'reg_1', notices: [], nowMs: t0 + 2 });
+        assert.equal((await store.stats()).events, 2);
+      }));
+
+    test('S08 listing filters and pages by id', () =>
+      withStore(async (store) => {
+        await store.ingest({ events: ['a', 'b', 'c', 'd'].map((m) => event(m)), rejections: [] });
+        const page1 = await store.listDeliveries({ limit: 3 });
+        const page2 = await store.listDeliveries({ limit: 3, afterId: page1.at(-1)!.id });
+        assert.deepEqual([...page1, ...page2].map((d) => d.messageId), ['a', 'b', 'c', 'd']);
+        assert.deepEqual((await store.listDeliveries({ messageId: 'c', limit: 5 })).map((d) => d.messageId), ['c']);
+        assert.equal((await store.listDeliveries({ destinationId: 'nope', limit: 5 })).length, 0);
+        assert.equal((await store.listDeliveries({ sourceId: 'app', status: 'pending', limit: 5 })).length, 4);
+      }));
+
+    test('S09 loose deliveries, catalog and settings round-trip', () =>
+      withStore(async (store) => {
+        await store.enqueue([{ destinationId: 'd1', kind: 'audience', body: '{"type":"identify"}', userId: 'u9', messageId: 'aud_1', sourceId: 'app' }], t0);
+        const [job] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 1, limit: 1 });
+        assert.equal(job!.kind, 'audience');
+        assert.equal(job!.messageId, 'aud_1');
+        await store.saveSource({ id: 's', name: 'S', writeKey: 'k' });
+        await store.saveSource({ id: 's', name: 'S2', writeKey: 'k2' });
+        const destination = { id: 'd', type: 'Webhooks' as const, name: 'D', enabled: true, sources: ['s'], settings: { webhooks: [{ url: 'https://x.example.com', headers: {} }] } };
+        await store.saveDestination(destination);
+        assert.deepEqual(await store.loadCatalog(), { sources: [{ id: 's', name: 'S2', writeKey: 'k2' }], destinations: [destination] });
+        await store.deleteSource('s');
+        await store.deleteDestination('d');
+        assert.deepEqual(await store.loadCatalog(), { sources: [], destinations: [] });
+        assert.equal(await store.getSetting('k'), null);
+        await store.setSetting('k', 'v1');
+        await store.setSetting('k', 'v2');
+        assert.equal(await store.getSetting('k'), 'v2');
+      }));
+  });
+}
