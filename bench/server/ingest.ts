@@ -51,7 +51,9 @@ export async function runIngest(opts: { runs: number; seconds: number; connectio
       try {
         const configPath = writeConfig(dir, [{ id: 'hooks', url: 'http://127.0.0.1:9/never-called' }]);
         const ferry = await startFerry({ configPath, dataDir: join(dir, 'data'), deliver: false });
+        const cpu0 = ferry.cpuMs();
         const f = await client.ask({ cmd: 'autocannon', url: ferry.url, connections: opts.connections, durationS: opts.seconds, maxRequests: 1_000_000, prefix: `ferry${r}` });
+        const cpuMs = ferry.cpuMs() - cpu0;
         await ferry.stop();
         const db = new Database(join(dir, 'data', 'ferry.db'), { readonly: true });
         const committed = (db.prepare(`SELECT COUNT(*) FROM events`).pluck().get() as number);
@@ -71,6 +73,7 @@ export async function runIngest(opts: { runs: number; seconds: number; connectio
             committedEvents: committed,
             jobs,
             everyAckCommitted: committed >= acked,
+            serverCpuUsPerEvent: round((cpuMs * 1000) / Math.max(1, acked), 1),
           },
         });
       } finally {
@@ -101,7 +104,7 @@ export async function runIngest(opts: { runs: number; seconds: number; connectio
       ['bare node:http (parse only)', summary.bareEventsPerSec, round(bare / lower, 2), med((x) => x.bare.latencyMs.p50), med((x) => x.bare.latencyMs.p99), 'ceiling'],
       ['store alone (SQLite FULL, tx of 100)', summary.storeEventsPerSec, round(store / lower, 2), '-', '-', 'ceiling'],
       ['Ferry /v1/batch', summary.ferryEventsPerSec, summary.ratioToLowerCeiling, summary.p50Ms, summary.p99Ms,
-        `goal >= 0.5: ${summary.goalMet ? 'met' : 'NOT met'}; every 200 committed: ${runs.every((x) => x.ferry.everyAckCommitted)}`],
+        `goal >= 0.5: ${summary.goalMet ? 'met' : 'NOT met'}; every 200 committed: ${runs.every((x) => x.ferry.everyAckCommitted)}; server CPU ${med((x) => x.ferry.serverCpuUsPerEvent)} µs/event`],
     ],
   );
   const path = writeResults('ingest', { settings: opts, summary, runs });

@@ -220,6 +220,8 @@ export interface FerryServer {
   dataDir: string;
   /** Resident set size of the server process now, in bytes (Linux /proc), or NaN. */
   rss(): number;
+  /** CPU time the server process has used so far, in ms (Linux /proc), or NaN. */
+  cpuMs(): number;
   /** SIGTERM, wait for a clean stop (in-flight work finished or handed back). */
   stop(): Promise<void>;
   output(): string;
@@ -269,9 +271,22 @@ export async function startFerry(opts: { configPath: string; dataDir: string; de
     pid: proc.pid!,
     dataDir: opts.dataDir,
     rss: () => rssOf(proc.pid!),
+    cpuMs: () => cpuMsOf(proc.pid!),
     stop: () => stopProcess(proc, 30_000),
     output: () => out,
   };
+}
+
+/** CPU time (user + system) the process has used so far, in ms (Linux /proc; NaN elsewhere). */
+export function cpuMsOf(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime are fields 14 and 15 of the whole line, in clock ticks (100 per second on Linux).
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return NaN;
+  }
 }
 
 export function rssOf(pid: number): number {

@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { audienceRoutes } from './admin/audience-routes.js';
 import { adminRoutes, hashToken } from './admin/routes.js';
 import { AudienceSync } from './audiences/audience-sync.js';
+import { defaultHttpServerSettings, type HttpServerSettings } from './config/defaults.js';
 import type { FerryConfig } from './config/model.js';
 import { createHttpSender } from './destinations/webhooks/http-sender.js';
 import type { WebhookSender } from './destinations/webhooks/sender.js';
@@ -34,6 +36,8 @@ export interface FerryOptions {
   logger?: Logger;
   /** Extra CA certificates trusted for HTTPS webhooks (besides the system's and NODE_EXTRA_CA_CERTS). */
   ca?: string | Buffer | Array<string | Buffer>;
+  /** Limits against slow and idle clients; defaults in `config/defaults.ts`. */
+  http?: Partial<HttpServerSettings>;
   /** Start the delivery loop with `start()`. Tests that drive the worker by hand turn it off. Default true. */
   deliver?: boolean;
 }
@@ -57,6 +61,24 @@ export interface Ferry {
 }
 
 const adminTokenSetting = 'admin_token_sha256';
+
+/**
+ * Node's request timeout does not cut off a body that trickles in after the head, so each
+ * request with a body gets its own deadline: past it the client is answered 408 and dropped.
+ */
+function guardBodyDeadline(raw: IncomingMessage, bodyTimeoutMs: number): void {
+  const timer = setTimeout(() => {
+    if (raw.complete) return;
+    const body = JSON.stringify(new FerryError('request_timeout', `the request body was not received within ${bodyTimeoutMs} ms`).toBody());
+    raw.socket.end(
+      `HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+    raw.socket.destroySoon();
+  }, bodyTimeoutMs);
+  const clear = () => clearTimeout(timer);
+  raw.once('end', clear);
+  raw.once('close', clear);
+}
 
 /** Builds a Ferry server: store, catalog, ingestion and admin HTTP API, delivery worker. */
 export async function createFerry(options: FerryOptions): Promise<Ferry> {
@@ -104,21 +126,24 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     ? new AudienceSync({ audiences: audienceStore, catalog, clock, logger, settings: config.audiences, onQueued: wake })
     : undefined;
 
+  const limits: HttpServerSettings = { ...defaultHttpServerSettings, ...options.http };
   const app = Fastify({
     logger: false,
     // Slow or idle clients must not hold sockets forever (slowloris); real clients finish far sooner.
-    requestTimeout: 30_000,
-    connectionTimeout: 60_000,
-    keepAliveTimeout: 65_000,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    http: { headersTimeout: limits.headersTimeoutMs, connectionsCheckingInterval: limits.connectionsCheckingIntervalMs },
     bodyLimit: 1024 * 1024,
     // Our own 503 below answers in the error format while stopping.
     return503OnClosing: false,
     // Behind a reverse proxy, FERRY_TRUST_PROXY=1 takes the client address from X-Forwarded-For (context.ip).
     trustProxy: ['1', 'true', 'yes'].includes((process.env['FERRY_TRUST_PROXY'] ?? '').toLowerCase()),
   });
+  app.server.maxConnections = limits.maxConnections;
   let closing = false;
-  app.addHook('onRequest', async (_request, reply) => {
+  app.addHook('onRequest', async (request, reply) => {
     if (closing) return reply.code(503).header('connection', 'close').send(new FerryError('shutting_down').toBody());
+    if (!request.raw.complete) guardBodyDeadline(request.raw, limits.bodyTimeoutMs);
   });
   app.setErrorHandler((error: FastifyError | FerryError, request, reply) => {
     if (error instanceof FerryError) return reply.code(error.status).send(error.toBody());

@@ -76,3 +76,25 @@ export const defaultProcessSettings = Object.freeze({
   /** `FERRY_LOG_LEVEL`: a pino level. */
   logLevel: 'info',
 });
+
+/**
+ * Limits of the HTTP server against slow and idle clients. Real clients send a request in
+ * milliseconds; these only bound what a broken or hostile one can hold.
+ */
+export const defaultHttpServerSettings = Object.freeze({
+  /** Whole request head must arrive within this time. */
+  headersTimeoutMs: 20_000,
+  /** Whole request (head and body) must arrive within this time. */
+  requestTimeoutMs: 30_000,
+  /** Once the head is in, the body must be complete within this time, however slowly it trickles. */
+  bodyTimeoutMs: 15_000,
+  /** An idle keep-alive connection is closed after this time (above common client pools' 4-5 s). */
+  keepAliveTimeoutMs: 65_000,
+  /** How often the server looks for requests past their deadlines. */
+  connectionsCheckingIntervalMs: 2_000,
+  /** Open connections at most; further ones are refused at once. */
+  maxConnections: 10_000,
+});
+
+/** Limits of the HTTP server; see {@link defaultHttpServerSettings}. */
+export type HttpServerSettings = { -readonly [K in keyof typeof defaultHttpServerSettings]: number };

@@ -19,6 +19,9 @@ export const maxMessageBytes = 32_768;
 /** A client-sent `messageId` has 1 to this many characters (UTF-16 code units). */
 export const maxMessageIdLength = 100;
 
+/** True when a string has no lone surrogate (String.prototype.isWellFormed, Node 20+). */
+const isWellFormed = (s: string): boolean => (s as string & { isWellFormed(): boolean }).isWellFormed();
+
 /** What {@link readEnvelope} found in a request body. */
 export type ReadEnvelopeResult =
   | { ok: true; writeKey?: string; envelope: Envelope; messages: unknown[] }
@@ -208,8 +211,13 @@ export function normalizeMessage(raw: unknown, envelope: Envelope, meta: IngestM
   }
 
   const messageId = readString(raw.messageId);
-  if (messageId === wrongType || messageId === '' || (messageId !== undefined && messageId.length > maxMessageIdLength)) {
-    return fail('invalid_message_id', `\`messageId\` must be a string of 1 to ${maxMessageIdLength} characters.`);
+  // A lone surrogate cannot be stored as UTF-8 and would never match itself again when deduplicating.
+  if (
+    messageId === wrongType ||
+    messageId === '' ||
+    (messageId !== undefined && (messageId.length > maxMessageIdLength || !isWellFormed(messageId)))
+  ) {
+    return fail('invalid_message_id', `\`messageId\` must be a well-formed string of 1 to ${maxMessageIdLength} characters.`);
   }
 
   const timestampMs = readTimestamp(raw.timestamp);

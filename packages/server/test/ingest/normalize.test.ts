@@ -82,6 +82,7 @@ describe('normalizeMessage: rejections', () => {
     ['N30 messageId empty', { ...track, messageId: '' }, {}, 'invalid_message_id', '100'],
     ['N31 messageId of 101 characters', { ...track, messageId: 'm'.repeat(101) }, {}, 'invalid_message_id', '100'],
     ['N32 messageId a number', { ...track, messageId: 123 }, {}, 'invalid_message_id', '100'],
+    ['N32b messageId with a lone surrogate', { ...track, messageId: 'm-\ud800' }, {}, 'invalid_message_id', 'well-formed'],
     ['N33 timestamp not ISO', { ...track, timestamp: 'yesterday' }, {}, 'invalid_timestamp', '`timestamp`'],
     ['N34 timestamp a number', { ...track, timestamp: 1704164645678 }, {}, 'invalid_timestamp', '`timestamp`'],
     ['N35 timestamp impossible date', { ...track, timestamp: '2024-02-30T00:00:00Z' }, {}, 'invalid_timestamp', '2024-02-30'],
