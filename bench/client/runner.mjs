@@ -58,7 +58,9 @@ function featurelessClient(endpoint) {
 async function makeClient() {
   if (name === 'ferry') {
     const { Analytics } = await import('@ferry/analytics');
-    const client = new Analytics('bench-key', { endpoint: sinkUrl });
+    // FERRY_BENCH_OPTIONS (JSON) tries other settings; the table is always run with the defaults.
+    const extra = JSON.parse(process.env.FERRY_BENCH_OPTIONS || '{}');
+    const client = new Analytics('bench-key', { endpoint: sinkUrl, ...extra });
     client.on('drop', (e) => console.error(`ferry dropped ${e.messageIds.length}`));
     return { track: (m) => client.track(m), close: () => client.close() };
   }

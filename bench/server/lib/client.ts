@@ -7,7 +7,7 @@
  *   {cmd:'fill', url, events, concurrency, prefix, timeoutMs}
  *       sends `events` events in batches of 100 as fast as `concurrency` connections allow.
  *   {cmd:'paced', url, eventsPerSec, durationS, prefix}
- *       open-loop: one batch of 100 every 100/eventsPerSec s; records when each 200 arrived.
+ *       open-loop: one batch of 100 every 100/eventsPerSec s; records [batch, sentAt, ackAt] per 200.
  *   {cmd:'raw-post', url, dbPath, count, connections, timeoutMs}
  *       the delivery reference: raw undici Pool posting the stored webhook bodies.
  */
@@ -100,7 +100,7 @@ async function paced(m: any) {
   const make = bodyMaker(m.prefix, 100);
   const intervalMs = (100 / m.eventsPerSec) * 1000;
   const total = Math.floor((m.durationS * 1000) / intervalMs);
-  const acks: [number, number][] = [];
+  const acks: [number, number, number][] = [];
   let failed = 0;
   const inflight = new Set<Promise<void>>();
   const start = now();
@@ -109,10 +109,11 @@ async function paced(m: any) {
     const wait = due - now();
     if (wait > 1) await new Promise((r) => setTimeout(r, wait));
     const p = (async () => {
+      const sentAt = now();
       try {
         const res = await pool.request({ path: '/v1/batch', method: 'POST', headers, body: make(n) });
         await res.body.text();
-        if (res.statusCode === 200) acks.push([n, now()]);
+        if (res.statusCode === 200) acks.push([n, sentAt, now()]);
         else failed++;
       } catch {
         failed++;

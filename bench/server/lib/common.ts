@@ -139,6 +139,7 @@ export function writeConfig(dir: string, destinations: DestinationSpec[], delive
     delivery,
     network: { allowPrivateNetworks: true },
   };
+  mkdirSync(dir, { recursive: true });
   const path = join(dir, 'ferry.config.json');
   writeFileSync(path, JSON.stringify(config, null, 2));
   return path;

@@ -34,6 +34,17 @@ function stampJson(type: CallType, messageId: string, timestamp: string, json: s
   return json.length > 2 ? `${head},${json.slice(1)}` : `${head}}`;
 }
 
+let lastMs = Number.NaN;
+let lastIso = '';
+// A burst makes hundreds of calls per millisecond; formatting the time once per ms is enough.
+function isoAt(ms: number): string {
+  if (ms !== lastMs) {
+    lastIso = new Date(ms).toISOString();
+    lastMs = ms;
+  }
+  return lastIso;
+}
+
 function stampedCopyJson(type: CallType, input: Record<string, unknown>, messageId: string, timestamp: string): string {
   const userContext = input['context'] as Record<string, unknown> | undefined;
   const context = userContext === undefined ? { library: libraryInfo } : { library: libraryInfo, ...userContext };
@@ -59,8 +70,7 @@ export interface BuildContext {
 export function buildMessage(type: CallType, input: unknown, ctx: BuildContext): BuiltMessage {
   validateMessage(type, input);
   const messageId = (input['messageId'] as string | undefined) ?? ctx.newMessageId();
-  const timestamp =
-    input['timestamp'] === undefined ? new Date(ctx.now()).toISOString() : normalizeTimestamp(input['timestamp']);
+  const timestamp = input['timestamp'] === undefined ? isoAt(ctx.now()) : normalizeTimestamp(input['timestamp']);
   let json: string;
   try {
     json = isPlain(type, input)

@@ -59,6 +59,7 @@ describe('messages', () => {
     const client = new Analytics({ writeKey: 'secret-key', endpoint: `${sink.url}/base/`, clock });
     const id = client.track({ userId: 'u1', event: 'Signed Up', properties: { plan: 'pro' }, context: { ip: '1.2.3.4' } });
     assert.match(id, UUID);
+    const plain = client.track({ userId: 'u2', event: 'Plain' });
     await client.close();
     const req = sink.requests[before]!;
     assert.equal(req.method, 'POST');
@@ -75,6 +76,14 @@ describe('messages', () => {
         messageId: id,
         timestamp: '2024-01-02T03:04:05.678Z',
         context: { library: { name: libraryInfo.name, version: libraryInfo.version }, ip: '1.2.3.4' },
+      },
+      {
+        type: 'track',
+        messageId: plain,
+        timestamp: '2024-01-02T03:04:05.678Z',
+        context: { library: { name: libraryInfo.name, version: libraryInfo.version } },
+        userId: 'u2',
+        event: 'Plain',
       },
     ]);
   });

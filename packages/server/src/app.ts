@@ -15,6 +15,8 @@ import { FerryError } from './errors/error-codes.js';
 import { ingestRoutes } from './ingest/routes.js';
 import { RegulationRunner } from './regulations/regulation-runner.js';
 import { Catalog } from './routing/catalog.js';
+import { PgAudienceStore } from './store/postgres/pg-audience-store.js';
+import { PgStore } from './store/postgres/pg-store.js';
 import { SqliteAudienceStore } from './store/sqlite/sqlite-audience-store.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
 import type { Store } from './store/store.js';
@@ -49,7 +51,7 @@ export interface Ferry {
   readonly catalog: Catalog;
   readonly worker: DeliveryWorker;
   readonly regulations: RegulationRunner;
-  /** Audience and computed-trait sync; undefined on a store without an audience store yet (PostgreSQL). */
+  /** Audience and computed-trait sync; undefined on a store with no audience store (neither SQLite nor PostgreSQL). */
   readonly audiences: AudienceSync | undefined;
   readonly logger: Logger;
   /** Set when no token was given and a new one was made; shown once to the operator. */
@@ -121,7 +123,8 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   const worker = new DeliveryWorker({ store, catalog, sender, settings: config.delivery, clock, logger, random: options.random });
   const wake = () => worker.wake();
   const regulations = new RegulationRunner({ store, catalog, clock, logger, onQueued: wake });
-  const audienceStore = store instanceof SqliteStore ? new SqliteAudienceStore(store) : undefined;
+  const audienceStore =
+    store instanceof SqliteStore ? new SqliteAudienceStore(store) : store instanceof PgStore ? new PgAudienceStore(store) : undefined;
   const audiences = audienceStore
     ? new AudienceSync({ audiences: audienceStore, catalog, clock, logger, settings: config.audiences, onQueued: wake })
     : undefined;

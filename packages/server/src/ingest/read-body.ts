@@ -9,8 +9,6 @@ const gunzipAsync = promisify(gunzip);
 export const ingestLimits = {
   /** One request body, after decompression: 500 KB. */
   maxRequestBytes: 500 * 1024,
-  /** Messages in one batch. */
-  maxBatchMessages: 2500,
   /**
    * Nesting of the whole request body. Messages have their own, tighter limit; this one only
    * keeps hostile input away from recursive code such as JSON.stringify.

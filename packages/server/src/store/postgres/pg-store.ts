@@ -125,6 +125,15 @@ export class PgStore implements Store {
     }
   }
 
+  /**
+   * Runs `work` in one transaction on one pooled connection, for stores built on this one
+   * (audiences) whose own writes must commit or roll back together with the delivery jobs
+   * they queue. `enqueue` inserts jobs on that connection exactly as {@link enqueue} does.
+   */
+  withTransaction<T>(work: (client: pg.PoolClient, enqueue: (deliveries: readonly NewDelivery[], nowMs: number) => Promise<void>) => Promise<T>): Promise<T> {
+    return this.inTransaction((client) => work(client, (deliveries, nowMs) => (deliveries.length === 0 ? Promise.resolve() : insertLoose(client, deliveries, nowMs))));
+  }
+
   async ingest(write: IngestWrite): Promise<IngestOutcome> {
     const outcome: IngestOutcome = { inserted: 0, duplicates: 0, deliveries: 0 };
     if (write.events.length === 0 && write.rejections.length === 0) return outcome;

@@ -134,6 +134,10 @@ export class SqliteStore implements Store {
     // so memory stays flat however large the backlog grows.
     this.db.pragma('cache_size = -32768');
     this.db.pragma('temp_store = MEMORY');
+    // Checkpoint every ~40 MB of WAL instead of every 4 MB: the same hot pages (the due index,
+    // the newest rows) are rewritten by many commits between two checkpoints, and each
+    // checkpoint copies them to the database file once, with two fsyncs, on this thread.
+    this.db.pragma('wal_autocheckpoint = 10000');
     this.migrate();
     const db = this.db;
     this.inSavepoint = db.transaction((run: () => unknown) => run());

@@ -1,4 +1,8 @@
 import * as init from './001-init.js';
+import * as audiences from './002-audiences.js';
 
 /** Numbered PostgreSQL migrations, applied in order under an advisory lock; `ferry_migrations` records them. */
-export const migrations: { version: number; sql: string }[] = [{ version: 1, sql: init.sql }];
+export const migrations: { version: number; sql: string }[] = [
+  { version: 1, sql: init.sql },
+  { version: 2, sql: audiences.sql },
+];

@@ -1,0 +1,109 @@
+/**
+ * Benchmark 4, end to end (TypeScript via tsx; the server under test is the built
+ * `packages/server/dist` run through the `ferry serve` CLI: run `npm run build` first).
+ *
+ * Open-loop load (one batch of 100 events every 100/rate seconds, from its own process) on
+ * `ferry serve`, which delivers every event to a local receiver (its own process). For each
+ * event: latency = the receiver's arrival - the moment the client got the ingestion 200
+ * (clocks: performance.timeOrigin + now() in each process, the same host clock). Negative
+ * values are possible (the receiver may see the event before the client reads its 200) and
+ * are kept. The rate defaults to half the sustainable rate: 0.5 x min(ingestion, delivery)
+ * from `bench/results/{ingest,delivery}.json` when present, else `--rate`. Median of `--runs`
+ * runs of `--seconds` each (default 3 x 15 s).
+ *
+ *   npx tsx bench/server/end-to-end.ts [--rate 2000] [--seconds 15] [--runs 3]
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { waitForArrivals } from './lib/backlog.js';
+import { flag, log, median, numFlag, percentile, printTable, removeDir, resultsDir, round, startChild, startFerry, tempDir, writeConfig, writeResults } from './lib/common.js';
+
+export interface EndToEndSummary {
+  rate: number;
+  p50Ms: number;
+  p99Ms: number;
+  ingestP50Ms: number;
+  ingestP99Ms: number;
+  delivered: boolean;
+}
+
+/** Half of the sustainable rate from earlier results, or undefined. */
+export function halfSustainableRate(): number | undefined {
+  const read = (n: string) => (existsSync(join(resultsDir, `${n}.json`)) ? JSON.parse(readFileSync(join(resultsDir, `${n}.json`), 'utf8')) : undefined);
+  const i = read('ingest')?.summary?.ferryEventsPerSec;
+  const d = read('delivery')?.summary?.ferryPerSec;
+  if (!i || !d) return undefined;
+  return Math.max(100, Math.floor(Math.min(i, d) / 2 / 100) * 100);
+}
+
+export async function runEndToEnd(opts: { rate: number; seconds: number; runs: number }): Promise<EndToEndSummary> {
+  const runs: any[] = [];
+  for (let r = 1; r <= opts.runs; r++) {
+    log(`end-to-end run ${r}/${opts.runs} at ${opts.rate} events/s for ${opts.seconds} s`);
+    const dir = tempDir('e2e');
+    const receiver = startChild('receiver.ts');
+    const client = startChild('client.ts');
+    try {
+      const { port } = await receiver.ask({ cmd: 'listen', mode: 'ok' });
+      await receiver.ask({ cmd: 'record', on: true });
+      const configPath = writeConfig(dir, [{ id: 'hooks', url: `http://127.0.0.1:${port}/hooks` }]);
+      const ferry = await startFerry({ configPath, dataDir: join(dir, 'data') });
+      const prefix = `e2e${r}x${Date.now()}`;
+      const load = await client.ask({ cmd: 'paced', url: ferry.url, eventsPerSec: opts.rate, durationS: opts.seconds, prefix });
+      const acked = load.acks.length * 100;
+      const stats = await waitForArrivals(receiver, acked, 60_000);
+      await ferry.stop();
+      const { arrivals } = (await receiver.ask({ cmd: 'arrivals' })) as { arrivals: [string, number][] };
+      const ackAt = new Map<number, number>(load.acks.map((a: [number, number, number]) => [a[0], a[2]]));
+      const latencies: number[] = [];
+      const seen = new Set<string>();
+      for (const [id, at] of arrivals) {
+        if (seen.has(id)) continue; // at least once: count the first arrival
+        seen.add(id);
+        const n = Number(id.slice(prefix.length + 1, id.lastIndexOf('-')));
+        const ack = ackAt.get(n);
+        if (ack !== undefined) latencies.push(at - ack);
+      }
+      latencies.sort((a, b) => a - b);
+      const ingest = load.acks.map((a: [number, number, number]) => a[2] - a[1]).sort((a: number, b: number) => a - b);
+      runs.push({
+        offered: load.sentBatches * 100,
+        acked,
+        failedBatches: load.failed,
+        arrived: stats.count,
+        matched: latencies.length,
+        e2eMs: { p50: round(percentile(latencies, 50), 1), p99: round(percentile(latencies, 99), 1), max: round(latencies.at(-1) ?? NaN, 1) },
+        ingestMs: { p50: round(percentile(ingest, 50), 1), p99: round(percentile(ingest, 99), 1) },
+      });
+    } finally {
+      await client.stop();
+      await receiver.stop();
+      removeDir(dir);
+    }
+  }
+  const med = (f: (x: any) => number) => round(median(runs.map(f)), 1);
+  const summary: EndToEndSummary = {
+    rate: opts.rate,
+    p50Ms: med((x) => x.e2eMs.p50),
+    p99Ms: med((x) => x.e2eMs.p99),
+    ingestP50Ms: med((x) => x.ingestMs.p50),
+    ingestP99Ms: med((x) => x.ingestMs.p99),
+    delivered: runs.every((x) => x.matched >= x.acked && x.failedBatches === 0),
+  };
+  printTable(
+    `End to end: ingestion 200 -> receiver arrival at ${opts.rate.toLocaleString('en-US')} events/s (open loop, ${opts.seconds} s, median of ${opts.runs} runs)`,
+    ['measure', 'p50 ms', 'p99 ms', 'notes'],
+    [
+      ['ingestion request -> 200', summary.ingestP50Ms, summary.ingestP99Ms, `${med((x) => x.acked)} events acknowledged per run`],
+      ['200 -> receiver arrival', summary.p50Ms, summary.p99Ms, `every acknowledged event delivered: ${summary.delivered}; max ${med((x) => x.e2eMs.max)} ms`],
+    ],
+  );
+  const path = writeResults('end-to-end', { settings: opts, summary, runs });
+  log(`wrote ${path}`);
+  return summary;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const rate = flag('rate') !== undefined ? numFlag('rate', 2000) : (halfSustainableRate() ?? 2000);
+  await runEndToEnd({ rate, seconds: numFlag('seconds', 15), runs: numFlag('runs', 3) });
+}

@@ -1,0 +1,47 @@
+/**
+ * Runs the server benchmarks of the proof suite in order (TypeScript via tsx; the server
+ * under test is the built `packages/server/dist`: this script runs `npm run build` first
+ * unless `--no-build`). Writes each benchmark's JSON to `bench/results/<name>.json` and a
+ * summary to `bench/results/server-summary.json`.
+ *
+ *   npx tsx bench/server/run-all.ts            # default set, about 8-10 minutes on 2 cores
+ *   npx tsx bench/server/run-all.ts --full     # backlog memory with 1,000,000 events (long)
+ *   npx tsx bench/server/run-all.ts --quick    # one short run of each, for a smoke test
+ *   npx tsx bench/server/run-all.ts --only ingest,delivery
+ */
+import { spawnSync } from 'node:child_process';
+import { runBacklogMemory } from './backlog-memory.js';
+import { runDelivery } from './delivery.js';
+import { halfSustainableRate, runEndToEnd } from './end-to-end.js';
+import { runIngest } from './ingest.js';
+import { runIsolation } from './isolation.js';
+import { boolFlag, flag, log, printTable, repoRoot, writeResults } from './lib/common.js';
+
+const full = boolFlag('full');
+const quick = boolFlag('quick');
+const only = flag('only')?.split(',');
+const want = (name: string) => !only || only.includes(name);
+
+if (!boolFlag('no-build')) {
+  log('npm run build');
+  const b = spawnSync('npm', ['run', 'build'], { cwd: repoRoot, stdio: 'inherit' });
+  if (b.status !== 0) throw new Error('npm run build failed');
+}
+
+const started = Date.now();
+const results: Record<string, any> = {};
+if (want('ingest')) results['ingest'] = await runIngest({ runs: quick ? 1 : 3, seconds: quick ? 4 : 8, connections: 64 });
+if (want('delivery')) results['delivery'] = await runDelivery({ events: quick ? 20_000 : 100_000, runs: quick ? 1 : 3, timeoutS: 180 });
+if (want('end-to-end')) results['end-to-end'] = await runEndToEnd({ rate: halfSustainableRate() ?? 2000, seconds: quick ? 5 : 15, runs: quick ? 1 : 3 });
+if (want('isolation')) results['isolation'] = await runIsolation({ events: quick ? 20_000 : 50_000, runs: quick ? 1 : 3, timeoutS: 180 });
+if (want('backlog-memory')) results['backlog-memory'] = await runBacklogMemory({ events: full ? 1_000_000 : quick ? 50_000 : 200_000, drainTimeoutS: full ? 1800 : 900 });
+
+const r = results;
+const rows: (string | number)[][] = [];
+if (r['ingest']) rows.push(['2 ingestion', `${r['ingest'].ferryEventsPerSec} events/s = ${r['ingest'].ratioToLowerCeiling} x lower ceiling; p50/p99 ${r['ingest'].p50Ms}/${r['ingest'].p99Ms} ms`, '>= 0.5 x', r['ingest'].goalMet ? 'met' : 'NOT met']);
+if (r['delivery']) rows.push(['3 delivery', `${r['delivery'].ferryPerSec}/s = ${r['delivery'].ratio} x raw undici`, '>= 0.5 x', r['delivery'].goalMet ? 'met' : 'NOT met']);
+if (r['end-to-end']) rows.push(['4 end to end', `p50 ${r['end-to-end'].p50Ms} ms, p99 ${r['end-to-end'].p99Ms} ms at ${r['end-to-end'].rate}/s`, 'report', r['end-to-end'].delivered ? 'all delivered' : 'NOT all delivered']);
+if (r['isolation']) rows.push(['5 isolation', `${r['isolation'].ratio} x alone`, '>= 0.9 x', r['isolation'].goalMet ? 'met' : 'NOT met']);
+if (r['backlog-memory']) rows.push(['6 backlog memory', `${r['backlog-memory'].events} events: peak ${r['backlog-memory'].peakSecondHalfMB} MB vs ${r['backlog-memory'].rssAt25PctMB} MB at 25 %; drained in ${r['backlog-memory'].drainS} s`, 'flat, drains', r['backlog-memory'].goalMet ? 'met' : 'NOT met']);
+printTable(`Server benchmarks (${((Date.now() - started) / 60000).toFixed(1)} min)`, ['benchmark', 'result', 'goal', 'status'], rows);
+writeResults('server-summary', { full, quick, minutes: (Date.now() - started) / 60000, results });

@@ -1,0 +1,244 @@
+import type pg from 'pg';
+import {
+  absentValue,
+  type AudienceDefinition,
+  type AudienceKind,
+  type AudienceRecord,
+  type AudienceStore,
+  type MembershipChange,
+  type Rule,
+  type SyncOutcome,
+  type TraitValue,
+} from '../../audiences/audience-store.js';
+import type { NewDelivery } from '../store.js';
+import type { PgStore } from './pg-store.js';
+
+const dayMs = 86_400_000;
+
+interface AudienceRow {
+  id: string;
+  kind: AudienceKind;
+  name: string;
+  config: string;
+  created_at: number;
+  sync_count: number;
+  last_synced_at: number | null;
+  member_count: number;
+}
+
+/** The part of a definition kept as JSON in `audiences.config`. */
+interface StoredConfig {
+  destinationIds: string[];
+  sourceIds: string[] | null;
+  rule: Rule;
+}
+
+function toRecord(r: AudienceRow): AudienceRecord {
+  const config = JSON.parse(r.config) as StoredConfig;
+  return {
+    id: r.id,
+    kind: r.kind,
+    name: r.name,
+    destinationIds: config.destinationIds,
+    sourceIds: config.sourceIds,
+    rule: config.rule,
+    createdAtMs: r.created_at,
+    syncCount: r.sync_count,
+    lastSyncedAtMs: r.last_synced_at,
+    memberCount: r.member_count,
+  };
+}
+
+const selectAudience = `
+  SELECT a.*, (SELECT COUNT(*) FROM audience_members m WHERE m.audience_id = a.id) AS member_count
+  FROM audiences a`;
+
+/*
+ * PostgreSQL's jsonb refuses `\u0000` and lone surrogate escapes, which the stored JSON
+ * (JSON.stringify output) holds for such strings. One event carrying them anywhere would
+ * make every trait sync fail until it is deleted, so those escapes are rewritten to U+FFFD
+ * before the cast, on both sides of the comparison. Escaped backslashes are set aside
+ * first (as \x01, which JSON.stringify never writes raw) so `\\u0000`, the text "\u0000",
+ * is left alone. Cost: on PostgreSQL a trait value holding NUL or a lone surrogate equals
+ * the same value with U+FFFD in their place.
+ */
+const unsafeEscape = String.raw`\\u(0000|[dD][89a-fA-F][0-9a-fA-F]{2})`;
+const jsonbSafe = (column: string) =>
+  String.raw`(CASE WHEN ${column} ~ '${unsafeEscape}'
+    THEN replace(regexp_replace(replace(${column}, '\\', chr(1)), '${unsafeEscape}', '\\ufffd', 'g'), chr(1), '\\')
+    ELSE ${column} END)::jsonb`;
+
+/** The same rewrite as {@link jsonbSafe}, for JSON text bound as a parameter. */
+function toJsonbSafe(json: string): string {
+  return json
+    .replaceAll('\\\\', '\x01')
+    .replace(/\\u(0000|[dD][89a-fA-F][0-9a-fA-F]{2})/g, '\\ufffd')
+    .replaceAll('\x01', '\\\\');
+}
+
+/**
+ * The users who qualify now and the value each should hold, as JSON text (what
+ * `audience_members.value` stores, so the diff is a string comparison). Same semantics as
+ * the SQLite store's query, in PostgreSQL's dialect.
+ */
+async function currentValues(client: pg.PoolClient, audience: AudienceRecord, nowMs: number): Promise<Map<string, string>> {
+  const params: unknown[] = [];
+  const param = (value: unknown, type = '') => {
+    params.push(value);
+    return `$${params.length}${type}`;
+  };
+  const sourceClause = audience.sourceIds === null ? '' : `AND e.source_id = ANY(${param(audience.sourceIds, '::text[]')})`;
+  const rule = audience.rule;
+  const out = new Map<string, string>();
+  switch (rule.type) {
+    case 'event':
+    case 'event_count': {
+      const windowClause = rule.withinDays === undefined ? '' : `AND e.received_at >= ${param(nowMs - rule.withinDays * dayMs, '::bigint')}`;
+      const having = rule.type === 'event' ? `HAVING COUNT(*) >= ${param(rule.minCount, '::bigint')}` : '';
+      const { rows } = await client.query<{ user_id: string; n: number }>(
+        `SELECT e.user_id, COUNT(*) AS n FROM events e
+         WHERE e.type = 'track' AND e.event = ${param(rule.event, '::text')} AND e.user_id IS NOT NULL ${windowClause} ${sourceClause}
+         GROUP BY e.user_id ${having}`,
+        params,
+      );
+      for (const r of rows) out.set(r.user_id, rule.type === 'event' ? 'true' : JSON.stringify(r.n));
+      return out;
+    }
+    case 'trait': {
+      // The latest identify that carries the trait decides, as in a merged profile: an
+      // identify that leaves the trait out does not unset it; one that sends null does
+      // (`->` gives SQL NULL for a missing key, jsonb 'null' for a null value). jsonb
+      // equality compares types too, and numbers by value, like the SQLite query.
+      const { rows } = await client.query<{ user_id: string }>(
+        `WITH carried AS (
+           SELECT e.id, e.user_id, e.received_at, ${jsonbSafe('e.json')} -> 'traits' -> ${param(rule.trait, '::text')} AS v
+           FROM events e
+           WHERE e.type = 'identify' AND e.user_id IS NOT NULL ${sourceClause}),
+         latest AS (
+           SELECT DISTINCT ON (user_id) user_id, v FROM carried WHERE v IS NOT NULL
+           ORDER BY user_id, received_at DESC, id DESC)
+         SELECT user_id FROM latest WHERE v = ${param(toJsonbSafe(JSON.stringify(rule.equals)), '::jsonb')}`,
+        params,
+      );
+      for (const r of rows) out.set(r.user_id, 'true');
+      return out;
+    }
+  }
+}
+
+/**
+ * Audiences on the database of a {@link PgStore}: each sync runs on one connection in one
+ * transaction with its delivery jobs, and starts by locking the audience row, so two nodes
+ * syncing one audience take turns and the second diffs against what the first committed.
+ */
+export class PgAudienceStore implements AudienceStore {
+  constructor(private readonly store: PgStore) {}
+
+  async create(definition: AudienceDefinition, nowMs: number): Promise<boolean> {
+    const config: StoredConfig = { destinationIds: definition.destinationIds, sourceIds: definition.sourceIds, rule: definition.rule };
+    return this.store.withTransaction(async (client) => {
+      const result = await client.query(
+        `INSERT INTO audiences (id, kind, name, config, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`,
+        [definition.id, definition.kind, definition.name, JSON.stringify(config), nowMs],
+      );
+      return result.rowCount === 1;
+    });
+  }
+
+  async get(id: string): Promise<AudienceRecord | null> {
+    return this.store.withTransaction((client) => getAudience(client, id));
+  }
+
+  async list(kind: AudienceKind): Promise<AudienceRecord[]> {
+    return this.store.withTransaction(async (client) => {
+      const { rows } = await client.query<AudienceRow>(`${selectAudience} WHERE a.kind = $1 ORDER BY a.id`, [kind]);
+      return rows.map(toRecord);
+    });
+  }
+
+  async delete(id: string): Promise<boolean> {
+    return this.store.withTransaction(async (client) => {
+      // The audience row first: it waits for a sync holding the row lock, so the members
+      // that sync commits are deleted below instead of outliving their audience.
+      const deleted = (await client.query(`DELETE FROM audiences WHERE id = $1`, [id])).rowCount === 1;
+      await client.query(`DELETE FROM audience_members WHERE audience_id = $1`, [id]);
+      return deleted;
+    });
+  }
+
+  async sync(args: {
+    id: string;
+    nowMs: number;
+    deliveriesFor: (audience: AudienceRecord, changes: readonly MembershipChange[], syncCount: number) => NewDelivery[];
+  }): Promise<SyncOutcome | null> {
+    return this.store.withTransaction(async (client, enqueue) => {
+      // Another node syncing this audience holds the lock until it commits; READ COMMITTED
+      // then gives every later statement here a snapshot that includes its members.
+      const locked = await client.query(`SELECT id FROM audiences WHERE id = $1 FOR UPDATE`, [args.id]);
+      if (locked.rowCount !== 1) return null;
+      const audience = (await getAudience(client, args.id))!;
+      const current = await currentValues(client, audience, args.nowMs);
+      const storedRows = await client.query<{ user_id: string; value: string }>(`SELECT user_id, value FROM audience_members WHERE audience_id = $1`, [args.id]);
+      const stored = new Map(storedRows.rows.map((r) => [r.user_id, r.value]));
+      const changes: MembershipChange[] = [];
+      for (const [userId, value] of current) {
+        const before = stored.get(userId);
+        if (before === value) continue;
+        changes.push({ userId, change: before === undefined ? 'added' : 'changed', value: JSON.parse(value) as TraitValue });
+      }
+      // A member with no stored event left was deleted by a regulation: their row goes without
+      // a word, since an identify would recreate at the receiver the user it was told to delete.
+      const gone = [...stored.keys()].filter((userId) => !current.has(userId));
+      const withEvents = new Set(
+        gone.length === 0
+          ? []
+          : (
+              await client.query<{ user_id: string }>(
+                `SELECT u AS user_id FROM unnest($1::text[]) AS u WHERE EXISTS (SELECT 1 FROM events WHERE user_id = u)`,
+                [gone],
+              )
+            ).rows.map((r) => r.user_id),
+      );
+      const forgotten: string[] = [];
+      for (const userId of gone) {
+        if (withEvents.has(userId)) changes.push({ userId, change: 'removed', value: absentValue(audience.kind) });
+        else forgotten.push(userId);
+      }
+      // Users in a stable order (JavaScript's, as on SQLite), so the jobs and the receiver see them sorted.
+      changes.sort((a, b) => (a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0));
+
+      const syncCount = audience.syncCount + 1;
+      const deliveries = changes.length === 0 ? [] : args.deliveriesFor(audience, changes, syncCount);
+      await enqueue(deliveries, args.nowMs);
+
+      const upserts = changes.filter((c) => c.change !== 'removed');
+      if (upserts.length > 0)
+        await client.query(
+          `INSERT INTO audience_members (audience_id, user_id, value)
+           SELECT $1, u, v FROM unnest($2::text[], $3::text[]) AS x(u, v)
+           ON CONFLICT (audience_id, user_id) DO UPDATE SET value = excluded.value`,
+          [args.id, upserts.map((c) => c.userId), upserts.map((c) => current.get(c.userId)!)],
+        );
+      const removed = [...changes.filter((c) => c.change === 'removed').map((c) => c.userId), ...forgotten];
+      if (removed.length > 0) await client.query(`DELETE FROM audience_members WHERE audience_id = $1 AND user_id = ANY($2::text[])`, [args.id, removed]);
+      await client.query(`UPDATE audiences SET sync_count = $1, last_synced_at = $2 WHERE id = $3`, [syncCount, args.nowMs, args.id]);
+      const count = (n: MembershipChange['change']) => changes.filter((c) => c.change === n).length;
+      return {
+        id: args.id,
+        syncCount,
+        syncedAtMs: args.nowMs,
+        added: count('added'),
+        removed: count('removed'),
+        changed: count('changed'),
+        forgotten: forgotten.length,
+        queued: deliveries.length,
+        memberCount: current.size,
+      };
+    });
+  }
+}
+
+async function getAudience(client: pg.PoolClient, id: string): Promise<AudienceRecord | null> {
+  const { rows } = await client.query<AudienceRow>(`${selectAudience} WHERE a.id = $1`, [id]);
+  return rows[0] ? toRecord(rows[0]) : null;
+}
