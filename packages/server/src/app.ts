@@ -38,6 +38,11 @@ export interface FerryOptions {
   logger?: Logger;
   /** Extra CA certificates trusted for HTTPS webhooks (besides the system's and NODE_EXTRA_CA_CERTS). */
   ca?: string | Buffer | Array<string | Buffer>;
+  /**
+   * How often a shared store's sources and destinations are read again, so admin edits made on
+   * another node take effect here. Default 5000 ms on PostgreSQL; SQLite has one process.
+   */
+  catalogRefreshMs?: number;
   /** Limits against slow and idle clients; defaults in `config/defaults.ts`. */
   http?: Partial<HttpServerSettings>;
   /** Start the delivery loop with `start()`. Tests that drive the worker by hand turn it off. Default true. */
@@ -174,6 +179,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   );
 
   let stopping: Promise<void> | undefined;
+  let catalogTimer: NodeJS.Timeout | undefined;
   return {
     app,
     store,
@@ -186,6 +192,13 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     async start(port, host = '127.0.0.1') {
       const address = await app.listen({ port, host });
       await regulations.resumePending();
+      const refreshMs = options.catalogRefreshMs ?? (store.kind === 'postgres' ? 5000 : 0);
+      if (refreshMs > 0) {
+        catalogTimer = setInterval(() => {
+          catalog.reload().catch((err: unknown) => logger.warn({ err }, 'could not reload sources and destinations; keeping the last ones'));
+        }, refreshMs);
+        catalogTimer.unref();
+      }
       if (options.deliver !== false) {
         worker.start();
         audiences?.start();
@@ -195,6 +208,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     stop() {
       stopping ??= (async () => {
         closing = true;
+        if (catalogTimer) clearInterval(catalogTimer);
         await app.close();
         await audiences?.stop();
         await worker.stop();

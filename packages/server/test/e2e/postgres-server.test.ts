@@ -58,7 +58,7 @@ describe('the server on PostgreSQL', () => {
     assert.equal(del!.json.userId, 'pg-user');
   });
 
-  test('two nodes on one database share the work: every event delivered once, none twice at the same time', async (t) => {
+  test('two nodes on one database share the work (every event delivered once) and see each other\'s admin edits', async (t) => {
     const after = cleanups(t);
     const url = await postgresUrl();
     const schema = uniqueSchema();
@@ -69,7 +69,7 @@ describe('the server on PostgreSQL', () => {
     const nodes = [];
     for (let i = 0; i < 2; i++) {
       const store = await PgStore.open({ connectionString: url, schema });
-      const node = await createFerry({ config, store, adminToken, logger: pino({ level: 'silent' }) });
+      const node = await createFerry({ config, store, adminToken, logger: pino({ level: 'silent' }), catalogRefreshMs: 50 });
       nodes.push({ node, base: await node.start(0, '127.0.0.1') });
     }
     after(async () => {
@@ -90,6 +90,25 @@ describe('the server on PostgreSQL', () => {
     const ids = receiver.requests.map((r) => r.json.messageId);
     assert.equal(new Set(ids).size, n);
     assert.equal(ids.length, n, 'no job was claimed by both nodes');
+
+    // An admin edit on one node reaches the other through the shared store.
+    const patch = await fetch(`${nodes[0]!.base}/admin/v1/destinations/hooks`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ enabled: false }),
+    });
+    assert.equal(patch.status, 200);
+    const other = nodes[1]!.node;
+    for (let i = 0; i < 200 && other.catalog.destination('hooks')?.enabled !== false; i++) await new Promise((r) => setTimeout(r, 25));
+    assert.equal(other.catalog.destination('hooks')?.enabled, false, 'the other node saw the change');
+    const late = await fetch(`${nodes[1]!.base}/v1/track`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: auth },
+      body: JSON.stringify({ userId: 'u', event: 'E', messageId: 'after-disable' }),
+    });
+    assert.equal(late.status, 200);
+    const routed = await fetch(`${nodes[1]!.base}/admin/v1/deliveries?messageId=after-disable`, { headers: { authorization: `Bearer ${adminToken}` } });
+    assert.deepEqual(((await routed.json()) as { deliveries: unknown[] }).deliveries, []);
   });
 
   test('ferry serve uses DATABASE_URL', async (t) => {
