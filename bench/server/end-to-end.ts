@@ -7,8 +7,9 @@
  * event: latency = the receiver's arrival - the moment the client got the ingestion 200
  * (clocks: performance.timeOrigin + now() in each process, the same host clock). Negative
  * values are possible (the receiver may see the event before the client reads its 200) and
- * are kept. The rate defaults to half the sustainable rate: 0.5 x min(ingestion, delivery)
- * from `bench/results/{ingest,delivery}.json` when present, else `--rate`. Median of `--runs`
+ * are kept. The rate defaults to half the sustainable rate, 0.5 / (1/ingestion + 1/delivery)
+ * from `bench/results/{ingest,delivery}.json` when present (see halfSustainableRate), else
+ * `--rate`. Median of `--runs`
  * runs of `--seconds` each (default 3 x 15 s).
  *
  *   npx tsx bench/server/end-to-end.ts [--rate 2000] [--seconds 15] [--runs 3]
@@ -27,13 +28,17 @@ export interface EndToEndSummary {
   delivered: boolean;
 }
 
-/** Half of the sustainable rate from earlier results, or undefined. */
+/**
+ * Half of the sustainable rate from earlier results, or undefined. The server ingests and
+ * delivers on one event loop, so the rate it sustains doing both is not min(ingestion,
+ * delivery) but 1 / (1/ingestion + 1/delivery) (each event costs both); half of that.
+ */
 export function halfSustainableRate(): number | undefined {
   const read = (n: string) => (existsSync(join(resultsDir, `${n}.json`)) ? JSON.parse(readFileSync(join(resultsDir, `${n}.json`), 'utf8')) : undefined);
   const i = read('ingest')?.summary?.ferryEventsPerSec;
   const d = read('delivery')?.summary?.ferryPerSec;
   if (!i || !d) return undefined;
-  return Math.max(100, Math.floor(Math.min(i, d) / 2 / 100) * 100);
+  return Math.max(100, Math.floor(1 / (1 / i + 1 / d) / 2 / 100) * 100);
 }
 
 export async function runEndToEnd(opts: { rate: number; seconds: number; runs: number }): Promise<EndToEndSummary> {

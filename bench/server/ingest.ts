@@ -18,7 +18,7 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import {
-  flag, log, median, numFlag, printTable, removeDir, round, startChild, startFerry, tempDir, writeConfig, writeResults,
+  log, median, numFlag, printTable, removeDir, round, startChild, startFerry, tempDir, writeConfig, writeResults,
 } from './lib/common.js';
 
 export interface IngestSummary {
@@ -114,5 +114,4 @@ export async function runIngest(opts: { runs: number; seconds: number; connectio
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   await runIngest({ runs: numFlag('runs', 3), seconds: numFlag('seconds', 8), connections: numFlag('connections', 64) });
-  void flag;
 }

@@ -14,7 +14,7 @@
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
 import { Pool } from 'undici';
-import { basicAuth, batchBody, eventJson } from './common.js';
+import { basicAuth, eventJson } from './common.js';
 
 const now = () => performance.timeOrigin + performance.now();
 const headers = { 'content-type': 'application/json', authorization: basicAuth };
@@ -74,7 +74,6 @@ async function fill(m: any) {
   let acked = 0;
   let failed = 0;
   const started = now();
-  const rssSamples: number[] = [];
   const worker = async () => {
     while (next < batches && Date.now() < deadline) {
       const n = next++;
@@ -92,7 +91,7 @@ async function fill(m: any) {
   await Promise.all(Array.from({ length: m.concurrency }, worker));
   const ms = now() - started;
   await pool.close();
-  return { acked, failed, ms, rssSamples };
+  return { acked, failed, ms };
 }
 
 async function paced(m: any) {
@@ -167,4 +166,3 @@ process.on('message', async (m: any) => {
   }
 });
 process.on('disconnect', () => process.exit(0));
-void batchBody;

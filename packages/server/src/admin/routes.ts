@@ -137,6 +137,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   });
 
   // Deliveries and dead letters
+  const existingDestinations = () => catalog.destinations().map((d) => d.id);
   type ListQuery = { status?: string; destinationId?: string; sourceId?: string; messageId?: string; after?: string; limit?: string };
   const list = async (query: ListQuery, status?: DeliveryStatus) => {
     const wanted = status ?? (query.status as DeliveryStatus | undefined);
@@ -163,8 +164,8 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   app.get<{ Querystring: ListQuery }>('/dead-letters', async (request) => list(request.query, 'dead'));
   app.post<{ Params: { id: string } }>('/dead-letters/:id/replay', async (request) => {
     const id = deliveryId(request.params.id);
-    const replayed = await store.replay({ ids: [id] }, clock.now());
-    if (replayed === 0) throw new FerryError('not_found', `no dead letter ${request.params.id}`);
+    const replayed = await store.replay({ ids: [id], destinationIdsIn: existingDestinations() }, clock.now());
+    if (replayed === 0) throw new FerryError('not_found', `no dead letter ${request.params.id} of an existing destination`);
     deps.onQueued?.();
     return { replayed };
   });
@@ -181,7 +182,10 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
       sinceMs = typeof body.since === 'string' ? Date.parse(body.since) : NaN;
       if (Number.isNaN(sinceMs)) throw new FerryError('bad_request', 'since must be an ISO 8601 date-time', 'since');
     }
-    const replayed = await store.replay({ ids, destinationId: optionalString(body.destinationId, 'destinationId'), sinceMs }, clock.now());
+    const replayed = await store.replay(
+      { ids, destinationId: optionalString(body.destinationId, 'destinationId'), sinceMs, destinationIdsIn: existingDestinations() },
+      clock.now(),
+    );
     if (replayed > 0) deps.onQueued?.();
     return { replayed };
   });

@@ -1,4 +1,5 @@
 import type { RetrySettings } from '../config/model.js';
+import { redactUrl } from '../config/redact.js';
 import type { SendResult } from '../destinations/webhooks/sender.js';
 import type { AttemptOutcome } from '../store/store.js';
 
@@ -41,13 +42,13 @@ export function withJitter(delayMs: number, jitter: number, random: () => number
   return Math.max(0, Math.round(delayMs * (1 - jitter + 2 * jitter * random())));
 }
 
-/** One line describing a result, for `last_error` and logs. */
+/** One line describing a result, for `last_error` and logs; a token in the URL's query is hidden. */
 export function describeResult(result: SendResult): string {
   const what =
     result.statusCode !== undefined
       ? `HTTP ${result.statusCode}`
       : `${result.errorClass ?? 'error'}${result.errorMessage ? `: ${result.errorMessage}` : ''}`;
-  return `${result.url} -> ${what}`;
+  return `${redactUrl(result.url)} -> ${what}`;
 }
 
 /** Inputs of {@link decideOutcome}. */

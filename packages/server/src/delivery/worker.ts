@@ -7,6 +7,7 @@ import { signatureFor, webhookHeaders } from '../destinations/webhooks/request.j
 import type { Catalog } from '../routing/catalog.js';
 import type { AttemptOutcome, AttemptRecord, ClaimedDelivery, Store } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
+import { redactUrl } from '../config/redact.js';
 import { decideOutcome } from './retry-policy.js';
 
 /** Lifecycle events of deliveries, named `noun:verb`. */
@@ -40,10 +41,13 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   private readonly inFlight = new Map<string, number>();
   private total = 0;
   private readonly running = new Set<Promise<void>>();
+  /** Leased jobs waiting for a free slot, per destination id, in claim order. */
+  private readonly ready = new Map<string, { job: ClaimedDelivery; leasedUntilMs: number }[]>();
   private stopped = true;
   private timer: NodeJS.Timeout | undefined;
   private immediate: NodeJS.Immediate | undefined;
   private ticking = false;
+  private rotation = 0;
   private wakeRequested = false;
   /** Set by a claim round that left a destination alone because too few of its slots were free. */
   private waitingForSlots = false;
@@ -128,38 +132,89 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   }
 
   /**
-   * One claim round: for every enabled destination with free slots, lease due jobs and start
-   * sending them. Resolves with the number claimed, before the sends finish.
+   * How many jobs a destination may hold leased beyond its busy slots, ready to start the
+   * moment a slot frees (no store round trip between one job and the next). Only when the
+   * lease is long next to one attempt (the defaults: 60 s and 5 s), since a ready job may
+   * wait about one attempt for its slot; otherwise 0, and jobs are claimed only for free slots.
+   */
+  private readyLimit(): number {
+    const s = this.o.settings;
+    return s.leaseMs >= 4 * s.timeoutMs ? s.perDestinationConcurrency : 0;
+  }
+
+  /**
+   * One claim round: for every enabled destination with room, lease due jobs and start
+   * sending them as far as the concurrency limits allow (the rest wait, leased, for a slot:
+   * see {@link readyLimit}). Resolves with the number claimed, before the sends finish.
    */
   async tick(): Promise<number> {
     this.ticking = true;
     try {
       const { settings } = this.o;
+      const readyLimit = this.readyLimit();
       let claimed = 0;
-      // Refill in batches: while most of a destination's slots are busy, wait until a quarter
-      // of them are free, so that one claim query serves several jobs rather than one each.
-      const refillAt = Math.max(1, Math.floor(Math.min(settings.perDestinationConcurrency, settings.claimBatchSize) / 4));
-      for (const destination of this.activeDestinations()) {
+      // Refill in batches: while a destination holds most of what it may, wait until a
+      // quarter is free, so that one claim query serves several jobs rather than one each.
+      const refillAt = Math.max(1, Math.floor(Math.min(settings.perDestinationConcurrency + readyLimit, settings.claimBatchSize) / 4));
+      // Start each round at the next destination, so that when slots are scarce the ones late
+      // in the list are not always offered what is left.
+      const active = this.activeDestinations();
+      const offset = active.length > 0 ? this.rotation++ % active.length : 0;
+      for (let i = 0; i < active.length; i++) {
+        const destination = active[(offset + i) % active.length]!;
+        this.startReady(destination);
         const busy = this.inFlight.get(destination.id) ?? 0;
-        const free = Math.min(settings.perDestinationConcurrency - busy, settings.concurrency - this.total, settings.claimBatchSize);
-        if (free <= 0 || (free < refillAt && busy > 0)) {
+        const ready = this.ready.get(destination.id)?.length ?? 0;
+        const room = Math.min(
+          settings.perDestinationConcurrency + readyLimit - busy - ready,
+          settings.concurrency - this.total + readyLimit - ready,
+          settings.claimBatchSize,
+        );
+        if (room <= 0 || (room < refillAt && busy + ready > 0)) {
           this.waitingForSlots = true;
           continue;
         }
-        const jobs = await this.o.store.claim({
-          destinationId: destination.id,
-          owner: this.owner,
-          nowMs: this.o.clock.now(),
-          leaseMs: settings.leaseMs,
-          limit: free,
-        });
+        const nowMs = this.o.clock.now();
+        const jobs = await this.o.store.claim({ destinationId: destination.id, owner: this.owner, nowMs, leaseMs: settings.leaseMs, limit: room });
         claimed += jobs.length;
-        for (const job of jobs) this.track(this.process(job, destination));
+        if (jobs.length === 0) continue;
+        let queue = this.ready.get(destination.id);
+        if (!queue) this.ready.set(destination.id, (queue = []));
+        for (const job of jobs) queue.push({ job, leasedUntilMs: nowMs + settings.leaseMs });
+        this.startReady(destination);
       }
       return claimed;
     } finally {
       this.ticking = false;
     }
+  }
+
+  /** Starts ready jobs of a destination while its slots and the global ones allow. */
+  private startReady(destination: DestinationConfig): void {
+    const queue = this.ready.get(destination.id);
+    if (!queue || queue.length === 0) return;
+    const { settings, clock } = this.o;
+    while (
+      queue.length > 0 &&
+      (this.inFlight.get(destination.id) ?? 0) < settings.perDestinationConcurrency &&
+      this.total < settings.concurrency
+    ) {
+      const { job, leasedUntilMs } = queue.shift()!;
+      // A job that waited so long that its lease could run out during the attempt is left to
+      // expire and be claimed again, so that no two workers ever send it at the same time.
+      // (A job claimed for a free slot starts at once and never meets this.)
+      if (clock.now() + settings.timeoutMs > leasedUntilMs) continue;
+      this.track(this.process(job, destination));
+    }
+  }
+
+  /** After a slot frees: start ready jobs of every enabled destination (the global limit is shared). */
+  private startAllReady(): void {
+    if (this.ready.size === 0) return;
+    const active = this.activeDestinations();
+    for (const d of active) this.startReady(d);
+    // Jobs of a destination disabled or deleted meanwhile are not sent; their leases expire.
+    if (active.length !== this.ready.size) for (const id of [...this.ready.keys()]) if (!active.some((d) => d.id === id)) this.ready.delete(id);
   }
 
   private track(p: Promise<void>): void {
@@ -193,7 +248,10 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     } finally {
       this.inFlight.set(destination.id, (this.inFlight.get(destination.id) ?? 1) - 1);
       this.total--;
-      if (!this.stopped) this.wake();
+      if (!this.stopped) {
+        this.startAllReady();
+        this.wake();
+      }
     }
   }
 
@@ -211,7 +269,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     const nowMs = clock.now();
     const outcome: AttemptOutcome = decideOutcome({
       results,
-      previousAttempts: job.trigger === 'manual' ? 0 : job.attemptCount,
+      previousAttempts: job.attemptCount,
       firstAttemptAtMs,
       nowMs,
       settings: settings.retry,
@@ -219,10 +277,10 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     });
     for (const r of results) {
       if (r.errorClass === 'timeout')
-        logger.warn({ deliveryId: job.id, destinationId: destination.id, url: r.url }, `webhook timed out after ${settings.timeoutMs} ms; will retry`);
+        logger.warn({ deliveryId: job.id, destinationId: destination.id, url: redactUrl(r.url) }, `webhook timed out after ${settings.timeoutMs} ms; will retry`);
     }
     const attempts: AttemptRecord[] = results.map((r) => ({
-      url: r.url,
+      url: redactUrl(r.url),
       startedAtMs: r.startedAtMs,
       latencyMs: Math.round(r.latencyMs),
       statusCode: r.statusCode ?? null,
@@ -254,6 +312,8 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   async stop(graceMs = 10_000): Promise<void> {
     this.stopped = true;
     this.clearScheduled();
+    // Ready jobs are never started now; releaseLeases below hands them back with the rest.
+    this.ready.clear();
     let timeout: NodeJS.Timeout | undefined;
     await Promise.race([this.settled(), new Promise<void>((r) => (timeout = setTimeout(r, graceMs)))]);
     if (timeout) clearTimeout(timeout);

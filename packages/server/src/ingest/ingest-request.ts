@@ -99,7 +99,7 @@ export async function ingestRequest(req: IngestRequest, deps: IngestDeps): Promi
   const single = req.route !== 'batch';
   const rejections: NewRejection[] = rejected.map((r) => ({ sourceId: source.id, ...r }));
   try {
-    const outcome = await deps.store.ingest({ events, rejections });
+    const outcome = await deps.store.ingest({ receivedAtMs, events, rejections });
     if (outcome.deliveries > 0) deps.onCommitted?.();
   } catch (error) {
     deps.logger.error({ err: error, sourceId: source.id }, 'ingestion commit failed; answered 503');

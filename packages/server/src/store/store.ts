@@ -49,6 +49,8 @@ export interface NewRejection {
 
 /** The write of one ingestion request. */
 export interface IngestWrite {
+  /** When the request was received (rejections are stamped with it). */
+  receivedAtMs: number;
   events: NewEvent[];
   rejections: NewRejection[];
 }
@@ -146,6 +148,11 @@ export interface ReplayFilter {
   destinationId?: string;
   /** Only those dead-lettered at or after this time. */
   sinceMs?: number;
+  /**
+   * Only those whose destination is one of these (the ones that exist): a dead letter of a
+   * deleted destination has nowhere to go and stays dead.
+   */
+  destinationIdsIn?: string[];
 }
 
 /** A deletion request and its progress. */
@@ -209,7 +216,10 @@ export interface Store {
   // admin
   listDeliveries(filter: DeliveryFilter): Promise<DeliveryView[]>;
   getDelivery(id: number): Promise<{ delivery: DeliveryView; body: string; attempts: AttemptView[] } | null>;
-  /** Dead letters back to pending, due now, with a fresh retry window; returns how many. */
+  /**
+   * Dead letters back to pending, due now, with a fresh retry window whose backoff starts
+   * again (attemptCount counts the attempts of the current window); returns how many.
+   */
   replay(filter: ReplayFilter, nowMs: number): Promise<number>;
   listRejections(args: { sourceId?: string; limit: number }): Promise<{ sourceId: string; index: number; code: string; message: string; receivedAt: string }[]>;
   rejectionCounts(): Promise<{ sourceId: string; code: string; count: number }[]>;

@@ -232,4 +232,67 @@ describe('delivery decisions', () => {
     assert.equal(a.requests.length, 1);
     assert.equal(a.requests[0]!.headers['x-signature'], undefined);
   });
+
+  test('a token in a URL query never reaches the attempt log, the last error or the admin API', async () => {
+    const s = await setup([`${a.url}/hook?token=very-secret-token&team=x`]);
+    ferry = s.ferry;
+    a.reply({ status: 500 });
+    await ferry.send('/v1/track', { userId: 'u', event: 'E' });
+    await ferry.ferry.worker.runUntilIdle();
+    assert.equal(a.requests[0]!.path, '/hook?token=very-secret-token&team=x', 'the receiver gets the real URL');
+    const [pending] = await deliveries(ferry, 'pending');
+    const detail = await ferry.admin('GET', `/deliveries/${pending.id}`);
+    const text = JSON.stringify([pending, detail.json]);
+    assert.ok(!text.includes('very-secret-token'));
+    assert.match(detail.json.attempts[0].url, /token=\[redacted\]/);
+    assert.match(pending.lastError, /token=\[redacted\]/);
+  });
+
+  test('a replay starts the backoff again in its fresh window', async () => {
+    const s = await setup([a.url]);
+    ferry = s.ferry;
+    a.reply({ status: 500 });
+    await ferry.send('/v1/track', { userId: 'u', event: 'E' });
+    for (let round = 0; round < 400 && (await deliveries(ferry, 'pending')).length > 0; round++) {
+      await ferry.ferry.worker.runUntilIdle();
+      const [p] = await deliveries(ferry, 'pending');
+      if (p) s.clock.set(Date.parse(p.nextAttemptAt));
+    }
+    const [dead] = await deliveries(ferry, 'dead');
+    assert.equal((await ferry.admin('POST', `/dead-letters/${dead.id}/replay`)).status, 200);
+    await ferry.ferry.worker.runUntilIdle();
+    const [again] = await deliveries(ferry, 'pending');
+    assert.equal(again.attemptCount, 1, 'attempts are counted within the new window');
+    assert.equal(Date.parse(again.nextAttemptAt) - s.clock.now(), 1000, 'the first retry after a replay comes after the initial delay');
+  });
+
+  test('dead letters of a deleted destination are not replayed', async () => {
+    const s = await setup([a.url]);
+    ferry = s.ferry;
+    a.reply('hang');
+    await ferry.send('/v1/track', { userId: 'u', event: 'E' });
+    assert.equal((await ferry.admin('DELETE', '/destinations/hooks')).status, 204);
+    const [dead] = await deliveries(ferry, 'dead');
+    assert.equal(dead.deadReason, 'destination_deleted');
+    assert.equal((await ferry.admin('POST', `/dead-letters/${dead.id}/replay`)).status, 404);
+    assert.equal((await ferry.admin('POST', '/dead-letters/replay', {})).json.replayed, 0);
+    assert.equal((await deliveries(ferry, 'pending')).length, 0);
+  });
+
+  test('when slots are scarce, claim rounds take turns among destinations', async () => {
+    const clock = new ManualClock();
+    const urls = ['x', 'y', 'z'].map((p) => `${a.url}/${p}`);
+    const config = testConfig(
+      urls.map((u, i) => webhooksDestination(`d-${i}`, [u])),
+      // One slot in all, no jobs held ready ahead of a slot: each round sends exactly one.
+      { delivery: { ...delivery, concurrency: 1, perDestinationConcurrency: 1, claimBatchSize: 1, timeoutMs: 1000, leaseMs: 2000 } },
+    );
+    ferry = await startFerry(config, { clock, deliver: false });
+    await ferry.send('/v1/batch', { batch: Array.from({ length: 3 }, (_, i) => ({ type: 'track', userId: `u${i}`, event: 'E' })) });
+    for (let round = 0; round < 3; round++) {
+      await ferry.ferry.worker.tick();
+      await ferry.ferry.worker.settled();
+    }
+    assert.deepEqual(a.requests.map((r) => r.path).sort(), ['/x', '/y', '/z'], 'three rounds served three destinations');
+  });
 });

@@ -72,9 +72,9 @@ for (const backend of backends) {
 
     test('S01 ingest stores events with their jobs; a messageId seen again is a duplicate', () =>
       withStore(async (store) => {
-        const first = await store.ingest({ events: [event('a'), event('b'), event('a')], rejections: [] });
+        const first = await store.ingest({ receivedAtMs: t0, events: [event('a'), event('b'), event('a')], rejections: [] });
         assert.deepEqual(first, { inserted: 2, duplicates: 1, deliveries: 2 });
-        const again = await store.ingest({ events: [event('b'), event('c', { sourceId: 'other' }), event('b', { sourceId: 'other' })], rejections: [] });
+        const again = await store.ingest({ receivedAtMs: t0, events: [event('b'), event('c', { sourceId: 'other' }), event('b', { sourceId: 'other' })], rejections: [] });
         assert.deepEqual(again, { inserted: 2, duplicates: 1, deliveries: 2 }, 'idempotency is per source');
         const stats = await store.stats();
         assert.equal(stats.events, 4);
@@ -83,26 +83,27 @@ for (const backend of backends) {
 
     test('S02 rejections are kept for operators and counted per source and code', () =>
       withStore(async (store) => {
-        await store.ingest({
+        await store.ingest({ receivedAtMs: t0,
           events: [],
           rejections: [
             { sourceId: 'app', index: 1, code: 'missing_event', message: 'no event' },
             { sourceId: 'app', index: 2, code: 'missing_event', message: 'no event' },
           ],
         });
-        await store.ingest({ events: [], rejections: [{ sourceId: 'other', index: 0, code: 'invalid_type', message: 'x' }] });
+        await store.ingest({ receivedAtMs: t0, events: [], rejections: [{ sourceId: 'other', index: 0, code: 'invalid_type', message: 'x' }] });
         assert.deepEqual(await store.rejectionCounts(), [
           { sourceId: 'app', code: 'missing_event', count: 2 },
           { sourceId: 'other', code: 'invalid_type', count: 1 },
         ]);
         const recent = await store.listRejections({ sourceId: 'app', limit: 10 });
         assert.deepEqual(recent.map((r) => r.index), [2, 1]);
+        assert.equal(recent[0]!.receivedAt, new Date(t0).toISOString(), 'stamped with the request time');
         assert.equal((await store.stats()).rejections, 3);
       }));
 
     test('S03 a claim leases due jobs of one destination; others cannot claim them until the lease runs out', () =>
       withStore(async (store) => {
-        await store.ingest({ events: [event('a'), event('b'), event('c', { deliveries: [{ destinationId: 'd2', kind: 'event', body: '{}' }] })], rejections: [] });
+        await store.ingest({ receivedAtMs: t0, events: [event('a'), event('b'), event('c', { deliveries: [{ destinationId: 'd2', kind: 'event', body: '{}' }] })], rejections: [] });
         assert.equal(await store.nextDueAt(['d1']), t0);
         const w1 = await store.claim({ destinationId: 'd1', owner: 'w1', nowMs: t0, leaseMs: 1000, limit: 10 });
         assert.deepEqual(w1.map((j) => j.messageId), ['a', 'b']);
@@ -121,7 +122,7 @@ for (const backend of backends) {
 
     test('S04 completion outcomes: retry later, dead letter, success; attempts kept in order', () =>
       withStore(async (store) => {
-        await store.ingest({ events: [event('a'), event('b')], rejections: [] });
+        await store.ingest({ receivedAtMs: t0, events: [event('a'), event('b')], rejections: [] });
         const [a, b] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 10 });
         await store.complete({ id: a!.id, owner: 'w', nowMs: t0 + 5, firstAttemptAtMs: t0, attempts: [attempt(), attempt({ url: 'https://b.example.com', statusCode: null, errorClass: 'timeout', responseBody: null })], outcome: { status: 'pending', nextAttemptAtMs: t0 + 2000, lastError: 'HTTP 503' } });
         await store.complete({ id: b!.id, owner: 'w', nowMs: t0 + 5, firstAttemptAtMs: t0, attempts: [attempt({ statusCode: 404 })], outcome: { status: 'dead', reason: 'non_retryable_response', lastError: 'HTTP 404' } });
@@ -142,7 +143,7 @@ for (const backend of backends) {
 
     test('S05 replay brings dead letters back, due now, in a fresh window, as manual', () =>
       withStore(async (store) => {
-        await store.ingest({ events: [event('a'), event('b', { deliveries: [{ destinationId: 'd2', kind: 'event', body: '{}' }] })], rejections: [] });
+        await store.ingest({ receivedAtMs: t0, events: [event('a'), event('b', { deliveries: [{ destinationId: 'd2', kind: 'event', body: '{}' }] })], rejections: [] });
         for (const d of ['d1', 'd2']) {
           const [job] = await store.claim({ destinationId: d, owner: 'w', nowMs: t0, leaseMs: 1000, limit: 1 });
           await store.complete({ id: job!.id, owner: 'w', nowMs: t0, firstAttemptAtMs: t0, attempts: [attempt()], outcome: { status: 'dead', reason: 'retry_window_exhausted', lastError: 'x' } });
@@ -153,12 +154,16 @@ for (const backend of backends) {
         assert.equal(job!.trigger, 'manual');
         assert.equal(job!.firstAttemptAtMs, null);
         assert.equal(await store.replay({ sinceMs: t0 + 1 }, t0 + 20), 0, 'd2 died before the given time');
+        assert.equal(await store.replay({ sinceMs: t0, destinationIdsIn: ['d1'] }, t0 + 20), 0, 'd2 is not among the existing destinations');
+        assert.equal(await store.replay({ sinceMs: t0, destinationIdsIn: [] }, t0 + 20), 0);
         assert.equal(await store.replay({ sinceMs: t0 }, t0 + 20), 1);
+        const [d2] = await store.claim({ destinationId: 'd2', owner: 'w', nowMs: t0 + 20, leaseMs: 1000, limit: 1 });
+        assert.equal(d2!.attemptCount, 0, 'a replay starts the backoff again');
       }));
 
     test('S06 releasing leases and abandoning a destination', () =>
       withStore(async (store) => {
-        await store.ingest({ events: [event('a'), event('b')], rejections: [] });
+        await store.ingest({ receivedAtMs: t0, events: [event('a'), event('b')], rejections: [] });
         await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 1 });
         assert.equal(await store.releaseLeases('w', t0 + 5), 1);
         assert.equal((await store.claim({ destinationId: 'd1', owner: 'x', nowMs: t0 + 5, leaseMs: 1, limit: 5 })).length, 2);
@@ -169,7 +174,7 @@ for (const backend of backends) {
 
     test('S07 regulations purge a user in scope and queue their notices atomically', () =>
       withStore(async (store) => {
-        await store.ingest({
+        await store.ingest({ receivedAtMs: t0,
           events: [event('a'), event('b', { sourceId: 'other' }), event('c', { userId: 'keep' })],
           rejections: [],
         });
@@ -191,7 +196,7 @@ for (const backend of backends) {
 
     test('S08 listing filters and pages by id', () =>
       withStore(async (store) => {
-        await store.ingest({ events: ['a', 'b', 'c', 'd'].map((m) => event(m)), rejections: [] });
+        await store.ingest({ receivedAtMs: t0, events: ['a', 'b', 'c', 'd'].map((m) => event(m)), rejections: [] });
         const page1 = await store.listDeliveries({ limit: 3 });
         const page2 = await store.listDeliveries({ limit: 3, afterId: page1.at(-1)!.id });
         assert.deepEqual([...page1, ...page2].map((d) => d.messageId), ['a', 'b', 'c', 'd']);

@@ -290,6 +290,9 @@ function transportHeaders(headers: Record<string, string>): Record<string, strin
   return out;
 }
 
+/** One decoder for every response (decoding is synchronous, so calls never interleave). */
+const utf8 = new TextDecoder('utf-8');
+
 /**
  * Reads up to {@link RESPONSE_BODY_LIMIT_BYTES} of the body, then discards a bounded amount
  * more so the connection can be reused; gives up (dropping the socket) after `waitMs`, so a
@@ -305,8 +308,11 @@ function readResponseHead(body: Readable, waitMs: number): Promise<string> {
       if (done) return;
       done = true;
       clearTimeout(timer);
-      // stream: true holds back a multi-byte character cut at the limit instead of emitting U+FFFD.
-      resolve(new TextDecoder('utf-8').decode(Buffer.concat(kept, keptBytes), { stream: true }));
+      // stream: true holds back a multi-byte character cut at the limit instead of emitting U+FFFD;
+      // the final decode() then drops what was held back, so the shared decoder starts clean.
+      const text = utf8.decode(Buffer.concat(kept, keptBytes), { stream: true });
+      utf8.decode();
+      resolve(text);
     };
     const timer = setTimeout(() => {
       body.destroy();

@@ -180,7 +180,7 @@ export class PgStore implements Store {
       }
       if (write.rejections.length > 0) {
         const r = write.rejections;
-        const now = write.events[0]?.receivedAtMs ?? Date.now();
+        const now = write.receivedAtMs;
         await client.query(
           `INSERT INTO rejections (source_id, batch_index, code, message, received_at)
            SELECT s, i, c, m, $5 FROM unnest($1::text[], $2::int[], $3::text[], $4::text[]) AS x(s, i, c, m)`,
@@ -301,9 +301,14 @@ export class PgStore implements Store {
     }
     if (filter.destinationId) (params.push(filter.destinationId), where.push(`destination_id = $${params.length}`));
     if (filter.sinceMs !== undefined) (params.push(filter.sinceMs), where.push(`completed_at >= $${params.length}`));
+    if (filter.destinationIdsIn) {
+      if (filter.destinationIdsIn.length === 0) return 0;
+      params.push(filter.destinationIdsIn);
+      where.push(`destination_id = ANY($${params.length}::text[])`);
+    }
     // A replay opens a fresh retry window: the old one has run out by definition.
     const r = await this.pool.query(
-      `UPDATE deliveries SET status = 'pending', trigger = 'manual', next_attempt_at = $1, first_attempt_at = NULL,
+      `UPDATE deliveries SET status = 'pending', trigger = 'manual', next_attempt_at = $1, first_attempt_at = NULL, attempt_count = 0,
          completed_at = NULL, dead_reason = NULL, lease_owner = NULL
        WHERE ${where.join(' AND ')}`,
       params,

@@ -19,76 +19,24 @@ import type {
   AttemptRecord,
   AttemptOutcome,
 } from '../store.js';
+import {
+  iso,
+  keptRejections,
+  toAttemptView,
+  toClaimed,
+  toDeliveryView,
+  toRegulation,
+  type AttemptRow,
+  type ClaimRow,
+  type DeliveryRow,
+  type RegulationRow,
+} from '../rows.js';
 import { migrations } from './migrations/index.js';
 
 /** Options of the SQLite store. */
 export interface SqliteStoreOptions {
   /** Path of the database file; `:memory:` is accepted for throwaway use. */
   path: string;
-}
-
-const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
-
-interface DeliveryRow {
-  id: number;
-  destination_id: string;
-  source_id: string | null;
-  kind: DeliveryView['kind'];
-  status: DeliveryView['status'];
-  message_id: string | null;
-  user_id: string | null;
-  attempt_count: number;
-  created_at: number;
-  first_attempt_at: number | null;
-  next_attempt_at: number;
-  completed_at: number | null;
-  dead_reason: DeadReason | null;
-  last_error: string | null;
-}
-
-interface RegulationRow {
-  id: string;
-  user_ids: string;
-  source_ids: string | null;
-  status: Regulation['status'];
-  created_at: number;
-  finished_at: number | null;
-  events_deleted: number;
-  deliveries_deleted: number;
-  notifications_queued: number;
-}
-
-function toDeliveryView(r: DeliveryRow): DeliveryView {
-  return {
-    id: r.id,
-    destinationId: r.destination_id,
-    sourceId: r.source_id,
-    kind: r.kind,
-    status: r.status,
-    messageId: r.message_id,
-    userId: r.user_id,
-    attemptCount: r.attempt_count,
-    createdAt: iso(r.created_at)!,
-    firstAttemptAt: iso(r.first_attempt_at),
-    nextAttemptAt: r.status === 'pending' ? iso(r.next_attempt_at) : null,
-    completedAt: iso(r.completed_at),
-    deadReason: r.dead_reason,
-    lastError: r.last_error,
-  };
-}
-
-function toRegulation(r: RegulationRow): Regulation {
-  return {
-    id: r.id,
-    userIds: JSON.parse(r.user_ids) as string[],
-    sourceIds: r.source_ids === null ? null : (JSON.parse(r.source_ids) as string[]),
-    status: r.status,
-    createdAt: iso(r.created_at)!,
-    finishedAt: iso(r.finished_at),
-    eventsDeleted: r.events_deleted,
-    deliveriesDeleted: r.deliveries_deleted,
-    notificationsQueued: r.notifications_queued,
-  };
 }
 
 interface PendingWork {
@@ -99,8 +47,6 @@ interface PendingWork {
   reject: (error: unknown) => void;
 }
 
-/** How many recent rejections are kept for operators; counts are kept forever. */
-const keptRejections = 1000;
 
 /**
  * The embedded store: one SQLite file in WAL mode with full sync, so a resolved `ingest`
@@ -128,7 +74,9 @@ export class SqliteStore implements Store {
     // NORMAL by default: claims and completions may be lost in a power cut and are then simply
     // redone (delivery is at least once). Commits that acknowledge input switch to FULL.
     this.db.pragma('synchronous = NORMAL');
-    this.db.pragma('busy_timeout = 5000');
+    // Waiting for a lock blocks the event loop, so wait briefly and let the caller answer 503
+    // (ingestion) or retry at the next round (delivery) instead.
+    this.db.pragma('busy_timeout = 250');
     // 32 MB of page cache (the default is 2 MB): a group commit of many requests writes
     // several MB, and spilling dirty pages mid-transaction costs extra WAL writes. Bounded,
     // so memory stays flat however large the backlog grows.
@@ -217,7 +165,8 @@ export class SqliteStore implements Store {
   }
 
   ingest(write: IngestWrite): Promise<IngestOutcome> {
-    return this.inGroupCommit(() => this.applyWrite(write), true);
+    // Only accepted events need an fsync before the answer; a write of rejections alone does not.
+    return this.inGroupCommit(() => this.applyWrite(write), write.events.length > 0);
   }
 
   /**
@@ -296,7 +245,7 @@ export class SqliteStore implements Store {
       }
     }
     if (write.rejections.length > 0) {
-      const now = write.events[0]?.receivedAtMs ?? Date.now();
+      const now = write.receivedAtMs;
       for (const r of write.rejections) {
         this.stmts.insertRejection.run(r.sourceId, r.index, r.code, r.message, now);
         this.stmts.countRejection.run(r.sourceId, r.code);
@@ -322,30 +271,8 @@ export class SqliteStore implements Store {
       destinationId: args.destinationId,
       nowMs: args.nowMs,
       limit: args.limit,
-    }) as {
-      id: number;
-      destination_id: string;
-      kind: ClaimedDelivery['kind'];
-      body: string;
-      message_id: string | null;
-      user_id: string | null;
-      attempt_count: number;
-      first_attempt_at: number | null;
-      trigger: ClaimedDelivery['trigger'];
-      created_at: number;
-    }[];
-    return rows.map((r) => ({
-      id: r.id,
-      destinationId: r.destination_id,
-      kind: r.kind,
-      body: r.body,
-      messageId: r.message_id,
-      userId: r.user_id,
-      attemptCount: r.attempt_count,
-      firstAttemptAtMs: r.first_attempt_at,
-      trigger: r.trigger,
-      createdAtMs: r.created_at,
-    }));
+    }) as ClaimRow[];
+    return rows.map(toClaimed);
   }
 
   async complete(args: {
@@ -434,29 +361,11 @@ export class SqliteStore implements Store {
     if (!row) return null;
     const attempts = this.db
       .prepare(`SELECT * FROM attempts WHERE delivery_id = ? ORDER BY id`)
-      .all(id) as {
-      url: string;
-      started_at: number;
-      latency_ms: number;
-      status_code: number | null;
-      error_class: AttemptView['errorClass'];
-      error_message: string | null;
-      response_body: string | null;
-      trigger: AttemptView['trigger'];
-    }[];
+      .all(id) as AttemptRow[];
     return {
       delivery: toDeliveryView(row),
       body: row.body,
-      attempts: attempts.map((a) => ({
-        url: a.url,
-        startedAt: iso(a.started_at)!,
-        latencyMs: a.latency_ms,
-        statusCode: a.status_code,
-        errorClass: a.error_class,
-        errorMessage: a.error_message,
-        responseBody: a.response_body,
-        trigger: a.trigger,
-      })),
+      attempts: attempts.map(toAttemptView),
     };
   }
 
@@ -470,10 +379,15 @@ export class SqliteStore implements Store {
     }
     if (filter.destinationId) (where.push('destination_id = ?'), params.push(filter.destinationId));
     if (filter.sinceMs !== undefined) (where.push('completed_at >= ?'), params.push(filter.sinceMs));
+    if (filter.destinationIdsIn) {
+      if (filter.destinationIdsIn.length === 0) return 0;
+      where.push(`destination_id IN (${filter.destinationIdsIn.map(() => '?').join(',')})`);
+      params.push(...filter.destinationIdsIn);
+    }
     // A replay opens a fresh retry window: the old one has run out by definition.
     return this.db
       .prepare(
-        `UPDATE deliveries SET status = 'pending', trigger = 'manual', next_attempt_at = ?, first_attempt_at = NULL,
+        `UPDATE deliveries SET status = 'pending', trigger = 'manual', next_attempt_at = ?, first_attempt_at = NULL, attempt_count = 0,
            completed_at = NULL, dead_reason = NULL, lease_owner = NULL
          WHERE ${where.join(' AND ')}`,
       )
