@@ -56,7 +56,7 @@ export function writeKeyHint(writeKey: string): string {
  */
 export function redactUrl(url: string): string {
   // The common case, on the delivery path: nothing that could be hidden, so no parsing.
-  if (!url.includes('?') && !url.includes('@')) return url;
+  if ((url.startsWith('https://') || url.startsWith('http://')) && !url.includes('?') && !url.includes('@')) return url;
   let parsed: URL;
   try {
     parsed = new URL(url);
