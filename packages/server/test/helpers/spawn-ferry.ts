@@ -20,6 +20,10 @@ export function spawnFerry(args: string[], env: Record<string, string> = {}): Fe
     env: { ...process.env, FERRY_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  // Whatever happens to the test (a timeout skips its cleanup), the child dies with this process.
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+  child.once('exit', () => process.removeListener('exit', killOnExit));
   let output = '';
   const listeners = new Set<() => void>();
   const onData = (chunk: Buffer) => {
