@@ -87,8 +87,27 @@ export class PgStore implements Store {
     return store;
   }
 
-  private async migrate(schema: string): Promise<void> {
+  /**
+   * A pooled client for several statements. While checked out it has an error listener of its
+   * own: a connection the server ends between two statements (a restart) must fail the work in
+   * hand, not crash the process with an unhandled 'error' event.
+   */
+  private async checkout(): Promise<pg.PoolClient & { done(): void }> {
     const client = await this.pool.connect();
+    let failure: Error | undefined;
+    const onError = (error: Error) => (failure = error);
+    client.on('error', onError);
+    return Object.assign(client, {
+      done() {
+        client.removeListener('error', onError);
+        // A client whose connection failed is discarded rather than returned to the pool.
+        client.release(failure);
+      },
+    });
+  }
+
+  private async migrate(schema: string): Promise<void> {
+    const client = await this.checkout();
     try {
       // One node migrates at a time; the others wait, then find nothing left to do.
       await client.query(`SELECT pg_advisory_lock(hashtext('ferry_migrations_' || $1))`, [schema]);
@@ -108,12 +127,12 @@ export class PgStore implements Store {
       throw error;
     } finally {
       await client.query(`SELECT pg_advisory_unlock(hashtext('ferry_migrations_' || $1))`, [schema]).catch(() => {});
-      client.release();
+      client.done();
     }
   }
 
   private async inTransaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    const client = await this.checkout();
     try {
       await client.query('BEGIN');
       const result = await work(client);
@@ -123,7 +142,7 @@ export class PgStore implements Store {
       await client.query('ROLLBACK').catch(() => {});
       throw error;
     } finally {
-      client.release();
+      client.done();
     }
   }
 
