@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
@@ -73,9 +73,10 @@ const adminTokenSetting = 'admin_token_sha256';
  * Node's request timeout does not cut off a body that trickles in after the head, so each
  * request with a body gets its own deadline: past it the client is answered 408 and dropped.
  */
-function guardBodyDeadline(raw: IncomingMessage, bodyTimeoutMs: number): void {
+function guardBodyDeadline(raw: IncomingMessage, response: ServerResponse, bodyTimeoutMs: number): void {
   const timer = setTimeout(() => {
-    if (raw.complete) return;
+    // An answer already on its way (say an early 413) is left alone: never a second response.
+    if (raw.complete || response.headersSent || raw.socket.destroyed) return;
     const body = JSON.stringify(new FerryError('request_timeout', `the request body was not received within ${bodyTimeoutMs} ms`).toBody());
     raw.socket.end(
       `HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
@@ -85,6 +86,21 @@ function guardBodyDeadline(raw: IncomingMessage, bodyTimeoutMs: number): void {
   const clear = () => clearTimeout(timer);
   raw.once('end', clear);
   raw.once('close', clear);
+}
+
+/**
+ * Whether an error comes from the database being unavailable (locked, full, read-only, down,
+ * unreachable) rather than from a fault in Ferry: those answer 503, as ingestion does.
+ */
+function isStoreFailure(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code !== 'string') return false;
+  return (
+    /^SQLITE_(BUSY|LOCKED|FULL|IOERR|READONLY|CANTOPEN|PROTOCOL)/.test(code) ||
+    // PostgreSQL: connection exceptions (08), insufficient resources (53), operator intervention (57).
+    /^(08|53|57)[0-9A-Z]{3}$/.test(code) ||
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code)
+  );
 }
 
 /** Builds a Ferry server: store, catalog, ingestion and admin HTTP API, delivery worker. */
@@ -103,8 +119,13 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
 
   let generatedAdminToken: string | undefined;
   let adminTokenHash: Buffer;
-  if (options.adminToken) {
-    adminTokenHash = hashToken(options.adminToken);
+  const givenToken = options.adminToken?.trim();
+  if (options.adminToken !== undefined && !givenToken) throw new Error('the admin token is empty');
+  if (givenToken) {
+    adminTokenHash = hashToken(givenToken);
+    // A token set by the operator retires a generated one (perhaps leaked): unsetting it
+    // later makes a new token, never brings the old one back.
+    await store.setSetting(adminTokenSetting, '');
   } else {
     const stored = await store.getSetting(adminTokenSetting);
     if (stored) {
@@ -151,10 +172,14 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   let closing = false;
   app.addHook('onRequest', async (request, reply) => {
     if (closing) return reply.code(503).header('connection', 'close').send(new FerryError('shutting_down').toBody());
-    if (!request.raw.complete) guardBodyDeadline(request.raw, limits.bodyTimeoutMs);
+    if (!request.raw.complete) guardBodyDeadline(request.raw, reply.raw, limits.bodyTimeoutMs);
   });
   app.setErrorHandler((error: FastifyError | FerryError, request, reply) => {
     if (error instanceof FerryError) return reply.code(error.status).send(error.toBody());
+    if (isStoreFailure(error)) {
+      logger.error({ err: error, url: request.url }, 'store unavailable; answered 503');
+      return reply.code(503).send(new FerryError('store_unavailable').toBody());
+    }
     const status = error.statusCode ?? 500;
     if (status >= 500) {
       logger.error({ err: error, url: request.url }, 'request failed');
@@ -209,12 +234,23 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
       stopping ??= (async () => {
         closing = true;
         if (catalogTimer) clearInterval(catalogTimer);
-        await app.close();
-        await audiences?.stop();
-        await worker.stop();
-        await regulations.idle();
-        await sender.close();
-        await store.close();
+        // Every step runs even if one before it failed (say the store is down), so the sender's
+        // sockets and the store's connections are always closed; the first error is rethrown.
+        const errors: unknown[] = [];
+        const step = async (fn: () => Promise<unknown> | undefined) => {
+          try {
+            await fn();
+          } catch (error) {
+            errors.push(error);
+          }
+        };
+        await step(() => app.close());
+        await step(() => audiences?.stop());
+        await step(() => worker.stop());
+        await step(() => regulations.idle());
+        await step(() => sender.close());
+        await step(() => store.close());
+        if (errors.length > 0) throw errors[0];
       })();
       return stopping;
     },

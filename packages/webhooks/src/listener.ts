@@ -205,6 +205,8 @@ export function createListener(options: ListenerOptions = {}): WebhookListener {
         server.once('error', onListenError);
         server.listen(port, host, () => {
           server.off('error', onListenError);
+          // After start, a server error (say too many open files on accept) is reported, not fatal.
+          server.on('error', (error) => onError(error));
           address = server.address() as AddressInfo;
           resolve();
         });

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { validateDestination, validateSource } from '../config/schema.js';
 import { redactDestination, redactSource } from '../config/redact.js';
 import { FerryError } from '../errors/error-codes.js';
+import { parseIsoTimestamp } from '../ingest/timestamps.js';
 import type { RegulationRunner } from '../regulations/regulation-runner.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { DeliveryStatus, Store } from '../store/store.js';
@@ -51,6 +52,15 @@ function stringList(raw: unknown, name: string, required: boolean): string[] | u
   if (!Array.isArray(raw) || raw.length === 0 || raw.length > 1000 || !raw.every((v) => typeof v === 'string' && v.length > 0))
     throw new FerryError('bad_request', `${name} must be a list of 1 to 1000 non-empty strings`, name);
   return raw as string[];
+}
+
+/**
+ * Refuses keys a body does not define: a misspelt `sourceIds` must not widen a deletion to
+ * every source, nor a misspelt filter replay every dead letter.
+ */
+function onlyKeys(body: object, allowed: readonly string[]): void {
+  for (const key of Object.keys(body))
+    if (!allowed.includes(key)) throw new FerryError('bad_request', `unknown key ${JSON.stringify(key)}; allowed: ${allowed.join(', ')}`, key);
 }
 
 function deliveryId(raw: string): number {
@@ -171,16 +181,18 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   });
   app.post('/dead-letters/replay', async (request) => {
     const body = (request.body ?? {}) as { ids?: unknown; destinationId?: unknown; since?: unknown };
-    if (typeof body !== 'object' || Array.isArray(body)) throw new FerryError('bad_request', 'the body must be a JSON object');
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new FerryError('bad_request', 'the body must be a JSON object');
+    onlyKeys(body, ['ids', 'destinationId', 'since']);
     let ids: number[] | undefined;
     if (body.ids !== undefined) {
-      if (!Array.isArray(body.ids) || !body.ids.every((v) => Number.isSafeInteger(v))) throw new FerryError('bad_request', 'ids must be a list of delivery ids', 'ids');
+      if (!Array.isArray(body.ids) || body.ids.length > 1000 || !body.ids.every((v) => Number.isSafeInteger(v)))
+        throw new FerryError('bad_request', 'ids must be a list of at most 1000 delivery ids', 'ids');
       ids = body.ids as number[];
     }
     let sinceMs: number | undefined;
     if (body.since !== undefined) {
-      sinceMs = typeof body.since === 'string' ? Date.parse(body.since) : NaN;
-      if (Number.isNaN(sinceMs)) throw new FerryError('bad_request', 'since must be an ISO 8601 date-time', 'since');
+      sinceMs = typeof body.since === 'string' ? parseIsoTimestamp(body.since) : undefined;
+      if (sinceMs === undefined) throw new FerryError('bad_request', 'since must be an ISO 8601 date-time', 'since');
     }
     const replayed = await store.replay(
       { ids, destinationId: optionalString(body.destinationId, 'destinationId'), sinceMs, destinationIdsIn: existingDestinations() },
@@ -193,7 +205,8 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   // Deletion requests
   app.post('/regulations', async (request, reply) => {
     const body = request.body as { userIds?: unknown; sourceIds?: unknown } | null;
-    if (body === null || typeof body !== 'object') throw new FerryError('bad_request', 'the body must be a JSON object');
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new FerryError('bad_request', 'the body must be a JSON object');
+    onlyKeys(body, ['userIds', 'sourceIds']);
     const userIds = stringList(body.userIds, 'userIds', true)!;
     const scope = stringList(body.sourceIds, 'sourceIds', false) ?? null;
     for (const id of scope ?? []) if (!catalog.source(id)) throw new FerryError('invalid_settings', `unknown source ${id}`, 'sourceIds');

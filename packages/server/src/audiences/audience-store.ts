@@ -102,8 +102,8 @@ export function kindOfRule(rule: Rule): AudienceKind {
 }
 
 /**
- * Where audiences, their current members and their sync state live. Asynchronous so a
- * PostgreSQL implementation can follow the SQLite one behind the same contract.
+ * Where audiences, their current members and their sync state live; implemented for SQLite
+ * and for PostgreSQL behind this one contract.
  */
 export interface AudienceStore {
   /** Stores a new audience; false when the id is already taken (by an audience or a computed trait). */

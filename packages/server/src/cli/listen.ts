@@ -22,7 +22,11 @@ export async function listenCommand(options: ListenOptions): Promise<void> {
   process.stdout.write(
     `Listening for webhooks on ${listener.url}${secret ? ' (verifying X-Signature)' : ' (no secret: signatures are not checked)'}\n`,
   );
-  const stop = () => void listener.close().then(() => process.exit(0));
+  const stop = () =>
+    void listener.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
 }

@@ -479,11 +479,12 @@ export const deliverySettingsSchema = strict({
       });
     }
     // A lease that can expire during an attempt lets a second worker send the same event
-    // while the first is still waiting for its answer.
-    if (d.leaseMs <= d.timeoutMs) {
+    // while the first is still busy with it. An attempt takes up to timeoutMs for the answer,
+    // up to as long again (1 s at most) to read its first KB, then a commit: leave room for all.
+    if (d.leaseMs < 2 * d.timeoutMs + 1000) {
       ctx.addIssue({
         code: 'custom',
-        message: `must be longer than timeoutMs (${d.timeoutMs}) so a job is not claimed again mid-attempt; got ${d.leaseMs}`,
+        message: `must be at least 2 × timeoutMs + 1000 (${2 * d.timeoutMs + 1000}) so a job is not claimed again mid-attempt; got ${d.leaseMs}`,
         path: ['leaseMs'],
         input: d.leaseMs,
       });

@@ -1,26 +1,32 @@
 import type { RetrySettings } from '../config/model.js';
 import { redactUrl } from '../config/redact.js';
-import type { SendResult } from '../destinations/webhooks/sender.js';
+import type { ErrorClass, SendResult } from '../destinations/webhooks/sender.js';
 import type { AttemptOutcome } from '../store/store.js';
 
 /**
- * Which failed responses are worth another attempt. A timeout, a connection or DNS failure
- * and these statuses are temporary; any other non-2xx (other 4xx, a 3xx since redirects are
- * not followed) and a refused certificate will fail the same way again, so they dead-letter
- * at once (docs/delivery.md explains why).
+ * Which failed attempts are worth another try, as data. Every 5xx (the spec retries them),
+ * 408 and 429, a timeout, and a connection, DNS or protocol failure are temporary. Any other
+ * non-2xx (other 4xx, a 3xx since redirects are not followed), a refused certificate, an
+ * address the SSRF guard refuses and an unusable URL will fail the same way again, so they
+ * dead-letter at once (docs/delivery.md explains why).
  */
-export const retryableStatuses: ReadonlySet<number> = new Set([408, 429, 500, 502, 503, 504, 507, 508, 509, 521, 522, 523, 524, 598, 599]);
-
-/** Error classes that are retried; `tls`, `ssrf`, `invalid_url` and `http` (by status) are decided elsewhere. */
-const retryableClasses = new Set(['timeout', 'connect', 'dns', 'protocol']);
+export const retryPolicy = {
+  /** Single statuses retried outside the 5xx range. */
+  retryableStatuses: [408, 429],
+  /** Every status in this range, inclusive, is retried. */
+  retryableStatusRange: [500, 599],
+  /** Error classes (no response) that are retried. */
+  retryableErrorClasses: ['timeout', 'connect', 'dns', 'protocol'],
+} as const satisfies { retryableStatuses: readonly number[]; retryableStatusRange: readonly [number, number]; retryableErrorClasses: readonly ErrorClass[] };
 
 /** Whether one URL's result is a temporary failure. */
 export function isRetryable(result: SendResult): boolean {
-  if (result.statusCode !== undefined) {
-    if (result.statusCode >= 200 && result.statusCode < 300) return false;
-    return retryableStatuses.has(result.statusCode) || result.statusCode >= 500;
+  const status = result.statusCode;
+  if (status !== undefined) {
+    const [low, high] = retryPolicy.retryableStatusRange;
+    return (retryPolicy.retryableStatuses as readonly number[]).includes(status) || (status >= low && status <= high);
   }
-  return result.errorClass !== undefined && retryableClasses.has(result.errorClass);
+  return result.errorClass !== undefined && (retryPolicy.retryableErrorClasses as readonly ErrorClass[]).includes(result.errorClass);
 }
 
 /** Whether one URL's result is a success. */

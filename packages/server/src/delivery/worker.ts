@@ -46,7 +46,10 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   private stopped = true;
   private timer: NodeJS.Timeout | undefined;
   private immediate: NodeJS.Immediate | undefined;
-  private ticking = false;
+  /** Set by stop() only (a worker driven by hand through tick() is never "started"). */
+  private halted = false;
+  /** The loop round in progress, if any. */
+  private current: Promise<void> | undefined;
   private rotation = 0;
   private wakeRequested = false;
   /** Set by a claim round that left a destination alone because too few of its slots were free. */
@@ -68,7 +71,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   /** Asks for a claim round soon, e.g. after ingestion committed new jobs. */
   wake(): void {
     if (this.stopped) return;
-    if (this.ticking) {
+    if (this.current) {
       this.wakeRequested = true;
       return;
     }
@@ -84,11 +87,25 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     if (delayMs <= 0) {
       if (this.immediate) return;
       this.clearScheduled();
-      this.immediate = setImmediate(() => void this.loop());
+      this.immediate = setImmediate(() => this.runLoop());
       return;
     }
     this.clearScheduled();
-    this.timer = setTimeout(() => void this.loop(), delayMs);
+    this.timer = setTimeout(() => this.runLoop(), delayMs);
+  }
+
+  /**
+   * One loop round at a time: with a store whose claims are real I/O (PostgreSQL), a wake or a
+   * timer during a round must not start a second one that claims against the same counters.
+   */
+  private runLoop(): void {
+    this.timer = undefined;
+    this.immediate = undefined;
+    if (this.current) {
+      this.wakeRequested = true;
+      return;
+    }
+    this.current = this.loop().finally(() => (this.current = undefined));
   }
 
   private clearScheduled(): void {
@@ -99,8 +116,6 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   }
 
   private async loop(): Promise<void> {
-    this.timer = undefined;
-    this.immediate = undefined;
     let claimed = 0;
     this.waitingForSlots = false;
     try {
@@ -123,6 +138,12 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       return;
     }
     const next = await this.o.store.nextDueAt(this.activeDestinations().map((d) => d.id)).catch(() => null);
+    if (this.stopped) return;
+    if (this.wakeRequested) {
+      this.wakeRequested = false;
+      this.schedule(0);
+      return;
+    }
     const untilDue = next === null ? Infinity : Math.max(0, next - this.o.clock.now());
     this.schedule(Math.min(this.o.settings.pollIntervalMs, untilDue));
   }
@@ -148,45 +169,42 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
    * see {@link readyLimit}). Resolves with the number claimed, before the sends finish.
    */
   async tick(): Promise<number> {
-    this.ticking = true;
-    try {
-      const { settings } = this.o;
-      const readyLimit = this.readyLimit();
-      let claimed = 0;
-      // Refill in batches: while a destination holds most of what it may, wait until a
-      // quarter is free, so that one claim query serves several jobs rather than one each.
-      const refillAt = Math.max(1, Math.floor(Math.min(settings.perDestinationConcurrency + readyLimit, settings.claimBatchSize) / 4));
-      // Start each round at the next destination, so that when slots are scarce the ones late
-      // in the list are not always offered what is left.
-      const active = this.activeDestinations();
-      const offset = active.length > 0 ? this.rotation++ % active.length : 0;
-      for (let i = 0; i < active.length; i++) {
-        const destination = active[(offset + i) % active.length]!;
-        this.startReady(destination);
-        const busy = this.inFlight.get(destination.id) ?? 0;
-        const ready = this.ready.get(destination.id)?.length ?? 0;
-        const room = Math.min(
-          settings.perDestinationConcurrency + readyLimit - busy - ready,
-          settings.concurrency - this.total + readyLimit - ready,
-          settings.claimBatchSize,
-        );
-        if (room <= 0 || (room < refillAt && busy + ready > 0)) {
-          this.waitingForSlots = true;
-          continue;
-        }
-        const nowMs = this.o.clock.now();
-        const jobs = await this.o.store.claim({ destinationId: destination.id, owner: this.owner, nowMs, leaseMs: settings.leaseMs, limit: room });
-        claimed += jobs.length;
-        if (jobs.length === 0) continue;
-        let queue = this.ready.get(destination.id);
-        if (!queue) this.ready.set(destination.id, (queue = []));
-        for (const job of jobs) queue.push({ job, leasedUntilMs: nowMs + settings.leaseMs });
-        this.startReady(destination);
+    const { settings } = this.o;
+    const readyLimit = this.readyLimit();
+    let claimed = 0;
+    // Refill in batches: while a destination holds most of what it may, wait until a
+    // quarter is free, so that one claim query serves several jobs rather than one each.
+    const refillAt = Math.max(1, Math.floor(Math.min(settings.perDestinationConcurrency + readyLimit, settings.claimBatchSize) / 4));
+    // Start each round at the next destination, so that when slots are scarce the ones late
+    // in the list are not always offered what is left.
+    const active = this.activeDestinations();
+    const offset = active.length > 0 ? this.rotation++ % active.length : 0;
+    for (let i = 0; i < active.length; i++) {
+      const destination = active[(offset + i) % active.length]!;
+      this.startReady(destination);
+      const busy = this.inFlight.get(destination.id) ?? 0;
+      const ready = this.ready.get(destination.id)?.length ?? 0;
+      const room = Math.min(
+        settings.perDestinationConcurrency + readyLimit - busy - ready,
+        settings.concurrency - this.total + readyLimit - ready,
+        settings.claimBatchSize,
+      );
+      if (room <= 0 || (room < refillAt && busy + ready > 0)) {
+        this.waitingForSlots = true;
+        continue;
       }
-      return claimed;
-    } finally {
-      this.ticking = false;
+      const nowMs = this.o.clock.now();
+      const jobs = await this.o.store.claim({ destinationId: destination.id, owner: this.owner, nowMs, leaseMs: settings.leaseMs, limit: room });
+      claimed += jobs.length;
+      // Stopped while the claim was under way: start nothing; stop() hands these back.
+      if (this.halted) return claimed;
+      if (jobs.length === 0) continue;
+      let queue = this.ready.get(destination.id);
+      if (!queue) this.ready.set(destination.id, (queue = []));
+      for (const job of jobs) queue.push({ job, leasedUntilMs: nowMs + settings.leaseMs });
+      this.startReady(destination);
     }
+    return claimed;
   }
 
   /** Starts ready jobs of a destination while its slots and the global ones allow. */
@@ -311,7 +329,10 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
    */
   async stop(graceMs = 10_000): Promise<void> {
     this.stopped = true;
+    this.halted = true;
     this.clearScheduled();
+    // A round in progress finishes its claim first, so that releaseLeases sees those jobs too.
+    await this.current;
     // Ready jobs are never started now; releaseLeases below hands them back with the rest.
     this.ready.clear();
     let timeout: NodeJS.Timeout | undefined;

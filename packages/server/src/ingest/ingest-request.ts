@@ -49,25 +49,26 @@ export interface IngestDeps {
  */
 export async function ingestRequest(req: IngestRequest, deps: IngestDeps): Promise<IngestAnswer> {
   const receivedAtMs = deps.clock.now();
+  // A Basic auth header is checked before anything is read: a stranger's body is never
+  // inflated or parsed. The body's writeKey is the fallback for clients that send no header.
+  const headerKey = writeKeyFromBasicAuth(req.headers.authorization);
+  let source = headerKey === undefined ? undefined : deps.catalog.sourceByWriteKey(headerKey);
+  if (headerKey !== undefined && !source) return refusal(new FerryError('unauthorized', 'unknown write key'));
   let parsed: unknown;
   try {
     parsed = await readJsonBody(req.rawBody, req.headers);
   } catch (error) {
-    if (error instanceof FerryError) return { status: error.status, body: error.toBody() as unknown as Record<string, unknown> };
+    if (error instanceof FerryError) return refusal(error);
     throw error;
   }
   const envelope = readEnvelope(parsed, req.route);
-  // Authenticate before reporting what is wrong with the content: strangers learn nothing.
-  const writeKey = writeKeyFromBasicAuth(req.headers.authorization) ?? (envelope.ok ? envelope.writeKey : bodyWriteKey(parsed));
-  const source = writeKey === undefined ? undefined : deps.catalog.sourceByWriteKey(writeKey);
   if (!source) {
-    const e = new FerryError('unauthorized', writeKey === undefined ? 'no write key: send it as the Basic auth user name' : 'unknown write key');
-    return { status: e.status, body: e.toBody() as unknown as Record<string, unknown> };
+    const bodyKey = envelope.ok ? envelope.writeKey : bodyWriteKey(parsed);
+    source = bodyKey === undefined ? undefined : deps.catalog.sourceByWriteKey(bodyKey);
+    if (!source)
+      return refusal(new FerryError('unauthorized', bodyKey === undefined ? 'no write key: send it as the Basic auth user name' : 'unknown write key'));
   }
-  if (!envelope.ok) {
-    const e = new FerryError(envelope.code, envelope.message);
-    return { status: e.status, body: e.toBody() as unknown as Record<string, unknown> };
-  }
+  if (!envelope.ok) return refusal(new FerryError(envelope.code, envelope.message));
 
   const destinations = deps.catalog.enabledDestinationsOf(source.id);
   const meta = { receivedAtMs, ip: req.ip, newMessageId: randomUUID };
@@ -103,8 +104,7 @@ export async function ingestRequest(req: IngestRequest, deps: IngestDeps): Promi
     if (outcome.deliveries > 0) deps.onCommitted?.();
   } catch (error) {
     deps.logger.error({ err: error, sourceId: source.id }, 'ingestion commit failed; answered 503');
-    const e = new FerryError('store_unavailable');
-    return { status: e.status, body: e.toBody() as unknown as Record<string, unknown> };
+    return refusal(new FerryError('store_unavailable'));
   }
   if (rejected.length > 0) {
     deps.logger.info({ sourceId: source.id, rejected: rejected.length, codes: [...new Set(rejected.map((r) => r.code))] }, 'messages rejected');
@@ -115,6 +115,10 @@ export async function ingestRequest(req: IngestRequest, deps: IngestDeps): Promi
     return { status: 200, body: { success: true, rejected } };
   }
   return { status: 200, body: { success: true } };
+}
+
+function refusal(error: FerryError): IngestAnswer {
+  return { status: error.status, body: error.toBody() as unknown as Record<string, unknown> };
 }
 
 function bodyWriteKey(parsed: unknown): string | undefined {

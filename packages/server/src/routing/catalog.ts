@@ -25,6 +25,14 @@ export class Catalog {
    * names; entries created through the admin API stay), then loads everything.
    */
   async init(fromFile: { sources: SourceConfig[]; destinations: DestinationConfig[] }): Promise<void> {
+    // A write key names exactly one source: a file source may not take the key of a source
+    // created through the admin API, or its events would be credited to the other one.
+    const stored = await this.store.loadCatalog();
+    const fileIds = new Set(fromFile.sources.map((s) => s.id));
+    for (const s of fromFile.sources) {
+      const clash = stored.sources.find((o) => o.writeKey === s.writeKey && !fileIds.has(o.id));
+      if (clash) throw new Error(`source ${s.id} in the config file uses the write key of source ${clash.id}, created through the admin API; give one of them another key`);
+    }
     for (const s of fromFile.sources) await this.store.saveSource(s);
     for (const d of fromFile.destinations) await this.store.saveDestination(d);
     await this.reload();

@@ -2,8 +2,8 @@ import type { DestinationConfig, SourceConfig } from '../config/model.js';
 import type { ErrorClass } from '../destinations/webhooks/sender.js';
 
 /**
- * The one asynchronous interface every store implements (SQLite now; PostgreSQL slots in
- * behind the same contract). Ingestion and delivery speak only to this.
+ * The one asynchronous interface every store implements: SQLite (embedded, one process) and
+ * PostgreSQL (several nodes). Ingestion and delivery speak only to this.
  */
 
 /** What a delivery job carries: a routed event, a deletion notice, or an audience identify. */

@@ -263,10 +263,10 @@ describe('configuration schema: refusals', () => {
       rule: /integer/,
     },
     {
-      name: 'C36 lease not longer than the timeout',
-      edit: (c) => (c.delivery = { timeoutMs: 1000, leaseMs: 1000 }),
+      name: 'C36 lease shorter than an attempt can take (2 × timeoutMs + 1000)',
+      edit: (c) => (c.delivery = { timeoutMs: 1000, leaseMs: 2999 }),
       path: 'delivery.leaseMs',
-      rule: /longer than timeoutMs/,
+      rule: /at least 2 × timeoutMs \+ 1000 \(3000\)/,
     },
     {
       name: 'C37 maxDelayMs below initialDelayMs',
@@ -370,13 +370,13 @@ describe('configuration schema: acceptances', () => {
 
   it('A05 partial delivery overrides are merged over the defaults', () => {
     const config = base();
-    config.delivery = { timeoutMs: 100, leaseMs: 1000, retry: { initialDelayMs: 10, windowMs: 500 } };
+    config.delivery = { timeoutMs: 100, leaseMs: 1200, retry: { initialDelayMs: 10, windowMs: 500 } };
     const result = validateConfig(config);
     assert.ok(result.ok, JSON.stringify(result));
     assert.deepEqual(result.value.delivery, {
       ...defaultDeliverySettings,
       timeoutMs: 100,
-      leaseMs: 1000,
+      leaseMs: 1200,
       retry: { ...defaultRetrySettings, initialDelayMs: 10, windowMs: 500 },
     });
     // The defaults themselves are untouched.

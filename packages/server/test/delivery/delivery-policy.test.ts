@@ -149,6 +149,11 @@ describe('delivery decisions', () => {
     await ferry.ferry.worker.runUntilIdle();
     assert.equal((await deliveries(ferry, 'dead')).length, 3);
     a.reply({ status: 200 });
+    for (const bad of [{ destinationID: 'hooks' }, { since: 'yesterday' }, { ids: 'all' }]) {
+      const refused = await ferry.admin('POST', '/dead-letters/replay', bad);
+      assert.equal(refused.status, 400, JSON.stringify(bad));
+    }
+    assert.equal((await deliveries(ferry, 'dead')).length, 3, 'a refused filter replays nothing');
     const replay = await ferry.admin('POST', '/dead-letters/replay', { destinationId: 'hooks' });
     assert.equal(replay.json.replayed, 3);
     await ferry.ferry.worker.runUntilIdle();
@@ -285,7 +290,7 @@ describe('delivery decisions', () => {
     const config = testConfig(
       urls.map((u, i) => webhooksDestination(`d-${i}`, [u])),
       // One slot in all, no jobs held ready ahead of a slot: each round sends exactly one.
-      { delivery: { ...delivery, concurrency: 1, perDestinationConcurrency: 1, claimBatchSize: 1, timeoutMs: 1000, leaseMs: 2000 } },
+      { delivery: { ...delivery, concurrency: 1, perDestinationConcurrency: 1, claimBatchSize: 1, timeoutMs: 1000, leaseMs: 3000 } },
     );
     ferry = await startFerry(config, { clock, deliver: false });
     await ferry.send('/v1/batch', { batch: Array.from({ length: 3 }, (_, i) => ({ type: 'track', userId: `u${i}`, event: 'E' })) });

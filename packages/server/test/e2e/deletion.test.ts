@@ -77,7 +77,8 @@ describe('deletion requests (regulations)', () => {
   });
 
   test('bad requests are refused with a stable code', async () => {
-    for (const body of [{}, { userIds: [] }, { userIds: [1] }, { userIds: ['a'], sourceIds: 'app' }]) {
+    // A misspelt key is refused, never read as "every source".
+    for (const body of [{}, { userIds: [] }, { userIds: [1] }, { userIds: ['a'], sourceIds: 'app' }, { userIds: ['a'], sourceId: ['app'] }, []]) {
       const res = await ferry.admin('POST', '/regulations', body);
       assert.equal(res.status, 400, JSON.stringify(body));
       assert.equal(res.json.success, false);

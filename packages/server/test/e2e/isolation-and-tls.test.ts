@@ -80,7 +80,7 @@ describe('TLS and network policy at the destination', () => {
     const perDestination = 4;
     const config = testConfig(
       [webhooksDestination('slow', [slow.url]), webhooksDestination('fast', [fast.url])],
-      { delivery: { timeoutMs: 30_000, leaseMs: 60_000, concurrency: 16, perDestinationConcurrency: perDestination, claimBatchSize: 4 } },
+      { delivery: { timeoutMs: 30_000, leaseMs: 61_000, concurrency: 16, perDestinationConcurrency: perDestination, claimBatchSize: 4 } },
     );
     const ferry = await startFerry(config);
     closers.push(ferry.stop);

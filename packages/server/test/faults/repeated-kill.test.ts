@@ -49,7 +49,7 @@ test(`repeated SIGKILL under load (${cycles} cycles), restart on the same data: 
       ],
       network: { allowPrivateNetworks: true },
       // A short lease, so each restarted server takes over the killed one's claims within a second.
-      delivery: { leaseMs: 1000, timeoutMs: 500, concurrency: 8, perDestinationConcurrency: 8, claimBatchSize: 8, pollIntervalMs: 50 },
+      delivery: { leaseMs: 2000, timeoutMs: 500, concurrency: 8, perDestinationConcurrency: 8, claimBatchSize: 8, pollIntervalMs: 50 },
     }),
   );
   const args = ['serve', '--config', config, '--data', join(dir, 'data'), '--port', '0', '--host', '127.0.0.1'];

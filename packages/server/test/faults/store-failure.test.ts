@@ -77,7 +77,7 @@ async function startHarness(dataDir: string, deliver = true): Promise<Harness> {
   const ferry = await createFerry({
     config: testConfig([webhooksDestination('hooks', [receiver.url])], {
       // Short lease and poll, so deliveries whose completion failed during the fault come back soon.
-      delivery: { leaseMs: 1000, timeoutMs: 500, pollIntervalMs: 50, retry: { initialDelayMs: 100, jitter: 0 } },
+      delivery: { leaseMs: 2000, timeoutMs: 500, pollIntervalMs: 50, retry: { initialDelayMs: 100, jitter: 0 } },
     }),
     dataDir,
     adminToken,

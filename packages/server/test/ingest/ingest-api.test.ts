@@ -48,6 +48,12 @@ describe('ingestion API', () => {
     await assertNothingStored();
   });
 
+  test('an unknown Basic key is refused before the body is read', async () => {
+    const res = await ferry.send('/v1/batch', undefined, { writeKey: 'nope', raw: 'not json at all', headers: { 'content-encoding': 'gzip' } });
+    assert.equal(res.status, 401);
+    assert.equal(res.json.errors[0].code, 'unauthorized');
+  });
+
   test('the write key is also accepted in the body', async () => {
     const res = await ferry.send('/v1/batch', { writeKey, batch: [track(1)] }, { writeKey: null });
     assert.equal(res.status, 200);

@@ -244,14 +244,6 @@ export class PgStore implements Store {
 
   async complete(args: { id: number; owner: string; nowMs: number; firstAttemptAtMs: number; attempts: AttemptRecord[]; outcome: AttemptOutcome }): Promise<boolean> {
     return this.inTransaction(async (client) => {
-      const a = args.attempts;
-      if (a.length > 0)
-        await client.query(
-          `INSERT INTO attempts (delivery_id, url, started_at, latency_ms, status_code, error_class, error_message, response_body, trigger)
-           SELECT $1, u, s, l, c, e, m, r, t FROM unnest($2::text[], $3::bigint[], $4::int[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[])
-             AS x(u, s, l, c, e, m, r, t)`,
-          [args.id, a.map((x) => x.url), a.map((x) => x.startedAtMs), a.map((x) => x.latencyMs), a.map((x) => x.statusCode), a.map((x) => x.errorClass), a.map((x) => x.errorMessage), a.map((x) => x.responseBody), a.map((x) => x.trigger)],
-        );
       const o = args.outcome;
       const common = `attempt_count = attempt_count + 1, first_attempt_at = $3, lease_owner = NULL, trigger = 'scheduled'`;
       const where = `WHERE id = $1 AND lease_owner = $2 AND status = 'pending'`;
@@ -261,6 +253,17 @@ export class PgStore implements Store {
           : o.status === 'pending'
             ? await client.query(`UPDATE deliveries SET ${common}, next_attempt_at = $4, last_error = $5 ${where}`, [args.id, args.owner, args.firstAttemptAtMs, o.nextAttemptAtMs, o.lastError])
             : await client.query(`UPDATE deliveries SET status = 'dead', ${common}, completed_at = $4, dead_reason = $5, last_error = $6 ${where}`, [args.id, args.owner, args.firstAttemptAtMs, args.nowMs, o.reason, o.lastError]);
+      const a = args.attempts;
+      // A lost lease still logs what was sent; a delivery purged meanwhile (a deletion
+      // request) keeps nothing, since a response body may echo the user's data.
+      if (a.length > 0)
+        await client.query(
+          `INSERT INTO attempts (delivery_id, url, started_at, latency_ms, status_code, error_class, error_message, response_body, trigger)
+           SELECT $1, u, s, l, c, e, m, r, t FROM unnest($2::text[], $3::bigint[], $4::int[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[])
+             AS x(u, s, l, c, e, m, r, t)
+           WHERE EXISTS (SELECT 1 FROM deliveries WHERE id = $1)`,
+          [args.id, a.map((x) => x.url), a.map((x) => x.startedAtMs), a.map((x) => x.latencyMs), a.map((x) => x.statusCode), a.map((x) => x.errorClass), a.map((x) => x.errorMessage), a.map((x) => x.responseBody), a.map((x) => x.trigger)],
+        );
       return result.rowCount === 1;
     });
   }
@@ -392,6 +395,9 @@ export class PgStore implements Store {
     await this.inTransaction(async (client) => {
       const { rows } = await client.query<RegulationRow>(`SELECT * FROM regulations WHERE id = $1 FOR UPDATE`, [args.id]);
       if (!rows[0] || rows[0].status !== 'pending') return;
+      // Audience syncs lock their audience row: taking them all here makes a sync either finish
+      // before the purge or start after it, never queue an identify for a user just deleted.
+      await client.query(`SELECT id FROM audiences ORDER BY id FOR UPDATE`);
       const reg = toRegulation(rows[0]);
       const scope = reg.sourceIds === null ? '' : `AND source_id = ANY($2::text[])`;
       const params = reg.sourceIds === null ? [reg.userIds] : [reg.userIds, reg.sourceIds];

@@ -131,6 +131,7 @@ export class SqliteStore implements Store {
            ORDER BY next_attempt_at, id LIMIT @limit)
          RETURNING id, destination_id, kind, body, message_id, user_id, attempt_count, first_attempt_at, trigger, created_at`,
       ),
+      deliveryExists: db.prepare<[number], { one: number }>(`SELECT 1 AS one FROM deliveries WHERE id = ?`),
       insertAttempt: db.prepare(
         `INSERT INTO attempts (delivery_id, url, started_at, latency_ms, status_code, error_class, error_message, response_body, trigger)
          VALUES (@deliveryId, @url, @startedAtMs, @latencyMs, @statusCode, @errorClass, @errorMessage, @responseBody, @trigger)`,
@@ -284,7 +285,6 @@ export class SqliteStore implements Store {
     outcome: AttemptOutcome;
   }): Promise<boolean> {
     return this.inGroupCommit(() => {
-      for (const a of args.attempts) this.stmts.insertAttempt.run({ deliveryId: args.id, ...a });
       const base = { id: args.id, owner: args.owner, nowMs: args.nowMs, firstAttemptAtMs: args.firstAttemptAtMs };
       const o = args.outcome;
       const result =
@@ -293,7 +293,12 @@ export class SqliteStore implements Store {
           : o.status === 'pending'
             ? this.stmts.completeRetry.run({ ...base, nextAttemptAtMs: o.nextAttemptAtMs, lastError: o.lastError })
             : this.stmts.completeDead.run({ ...base, reason: o.reason, lastError: o.lastError });
-      return result.changes === 1;
+      const kept = result.changes === 1;
+      // A lost lease still logs what was sent; a delivery purged meanwhile (a deletion
+      // request) keeps nothing, since a response body may echo the user's data.
+      if (kept || this.stmts.deliveryExists.get(args.id) !== undefined)
+        for (const a of args.attempts) this.stmts.insertAttempt.run({ deliveryId: args.id, ...a });
+      return kept;
     }, false);
   }
 
