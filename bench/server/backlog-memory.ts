@@ -17,7 +17,7 @@
  */
 import { join } from 'node:path';
 import { deliveryCounts, waitForArrivals } from './lib/backlog.js';
-import { boolFlag, log, numFlag, printTable, removeDir, round, startChild, startFerry, tempDir, writeConfig, writeResults } from './lib/common.js';
+import { boolFlag, ensureStore, log, numFlag, printTable, removeDir, round, startChild, startFerry, storeKind, tempDir, writeConfig, writeResults } from './lib/common.js';
 
 export interface BacklogSummary {
   events: number;
@@ -33,6 +33,7 @@ export interface BacklogSummary {
 const MB = 1024 * 1024;
 
 export async function runBacklogMemory(opts: { events: number; drainTimeoutS: number }): Promise<BacklogSummary> {
+  await ensureStore();
   const dir = tempDir('backlog');
   const receiver = startChild('receiver.ts');
   const client = startChild('client.ts');
@@ -67,7 +68,7 @@ export async function runBacklogMemory(opts: { events: number; drainTimeoutS: nu
       const drainS = (Date.now() - drainStart) / 1000;
       clearInterval(sampler);
       await ferry.stop();
-      const counts = deliveryCounts(dataDir);
+      const counts = await deliveryCounts(dataDir);
       const acc = samples.filter((s) => s.phase === 'accept');
       const at = (share: number) => acc.find((s) => s.accepted >= share * opts.events)?.rssMB ?? NaN;
       const secondHalf = acc.filter((s) => s.accepted >= 0.5 * opts.events);
@@ -88,7 +89,7 @@ export async function runBacklogMemory(opts: { events: number; drainTimeoutS: nu
       };
       const peakDrain = Math.max(...samples.filter((s) => s.phase === 'drain').map((s) => s.rssMB));
       printTable(
-        `Backlog memory: server RSS while ${opts.events.toLocaleString('en-US')} events are accepted with the receiver down, then drained (1 run)`,
+        `Backlog memory (${storeKind}): server RSS while ${opts.events.toLocaleString('en-US')} events are accepted with the receiver down, then drained (1 run)`,
         ['point', 'RSS MB', 'notes'],
         [
           ['10 % accepted', at(0.1), ''],
@@ -111,7 +112,7 @@ export async function runBacklogMemory(opts: { events: number; drainTimeoutS: nu
   } finally {
     await client.stop();
     await receiver.stop();
-    removeDir(dir);
+    await removeDir(dir);
   }
 }
 

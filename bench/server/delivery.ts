@@ -14,8 +14,8 @@
  *   npx tsx bench/server/delivery.ts [--events 100000] [--runs 3] [--timeout-s 180]
  */
 import { join } from 'node:path';
-import { arrivalRate, copyData, deliveryCounts, fillBacklog, waitForArrivals } from './lib/backlog.js';
-import { log, median, numFlag, printTable, removeDir, round, startChild, startFerry, tempDir, writeConfig, writeResults } from './lib/common.js';
+import { arrivalRate, bodySource, copyData, deliveryCounts, fillBacklog, waitForArrivals } from './lib/backlog.js';
+import { ensureStore, log, median, numFlag, printTable, removeDir, round, startChild, startFerry, storeKind, tempDir, writeConfig, writeResults } from './lib/common.js';
 
 export interface DeliverySummary {
   serverCpuUsPerDelivery?: number;
@@ -29,6 +29,7 @@ export interface DeliverySummary {
 const connections = 16;
 
 export async function runDelivery(opts: { events: number; runs: number; timeoutS: number }): Promise<DeliverySummary> {
+  await ensureStore();
   const dir = tempDir('delivery');
   const runs: any[] = [];
   try {
@@ -42,11 +43,11 @@ export async function runDelivery(opts: { events: number; runs: number; timeoutS
         const { port } = await receiver.ask({ cmd: 'listen', mode: 'ok' });
         const url = `http://127.0.0.1:${port}/hooks`;
         // Reference first: raw undici, same bodies, same receiver.
-        const raw = await client.ask({ cmd: 'raw-post', url, dbPath: join(filled, 'ferry.db'), count: opts.events, connections, timeoutMs: opts.timeoutS * 1000 });
+        const raw = await client.ask({ cmd: 'raw-post', url, ...bodySource(filled), count: opts.events, connections, timeoutMs: opts.timeoutS * 1000 });
         const rawStats = await receiver.ask({ cmd: 'stats' });
         await receiver.ask({ cmd: 'reset' });
         // Ferry on a copy of the backlog.
-        const dataDir = copyData(filled, join(runDir, 'data'));
+        const dataDir = await copyData(filled, join(runDir, 'data'));
         const configPath = writeConfig(runDir, [{ id: 'hooks', url }]);
         const started = Date.now();
         const ferry = await startFerry({ configPath, dataDir });
@@ -54,7 +55,7 @@ export async function runDelivery(opts: { events: number; runs: number; timeoutS
         const wallS = (Date.now() - started) / 1000;
         const cpuMs = ferry.cpuMs();
         await ferry.stop();
-        const counts = deliveryCounts(dataDir);
+        const counts = await deliveryCounts(dataDir);
         runs.push({
           raw: { perSec: arrivalRate(rawStats), ok: raw.ok, failed: raw.failed, ms: raw.ms },
           ferry: {
@@ -72,11 +73,11 @@ export async function runDelivery(opts: { events: number; runs: number; timeoutS
       } finally {
         await client.stop();
         await receiver.stop();
-        removeDir(runDir);
+        await removeDir(runDir);
       }
     }
   } finally {
-    removeDir(dir);
+    await removeDir(dir);
   }
   const ferry = median(runs.map((x) => x.ferry.perSec));
   const raw = median(runs.map((x) => x.raw.perSec));
@@ -84,7 +85,7 @@ export async function runDelivery(opts: { events: number; runs: number; timeoutS
   const cpuUs = median(runs.map((x) => x.ferry.serverCpuUsPerDelivery));
   const summary: DeliverySummary = { ferryPerSec: round(ferry), rawPerSec: round(raw), ratio: round(ferry / raw, 2), goalMet: ferry >= 0.5 * raw && checked, serverCpuUsPerDelivery: cpuUs };
   printTable(
-    `Delivery: webhook deliveries/s from a backlog of ${opts.events.toLocaleString('en-US')} events to a local receiver (median of ${opts.runs} runs)`,
+    `Delivery (${storeKind}): webhook deliveries/s from a backlog of ${opts.events.toLocaleString('en-US')} events to a local receiver (median of ${opts.runs} runs)`,
     ['system', 'deliveries/s', 'x raw', 'notes'],
     [
       [`raw undici Pool (${connections} connections, unsigned, unlogged)`, summary.rawPerSec, 1, 'reference'],

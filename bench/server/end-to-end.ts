@@ -8,7 +8,7 @@
  * (clocks: performance.timeOrigin + now() in each process, the same host clock). Negative
  * values are possible (the receiver may see the event before the client reads its 200) and
  * are kept. The rate defaults to half the sustainable rate, 0.5 / (1/ingestion + 1/delivery)
- * from `bench/results/{ingest,delivery}.json` when present (see halfSustainableRate), else
+ * from `bench/results/{ingest,delivery}.json` (or bench/results/postgres/… with --store postgres) when present (see halfSustainableRate), else
  * `--rate`. Median of `--runs`
  * runs of `--seconds` each (default 3 x 15 s).
  *
@@ -17,7 +17,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { waitForArrivals } from './lib/backlog.js';
-import { flag, log, median, numFlag, percentile, printTable, removeDir, resultsDir, round, startChild, startFerry, tempDir, writeConfig, writeResults } from './lib/common.js';
+import { ensureStore, flag, log, median, numFlag, percentile, printTable, removeDir, resultsDir, round, startChild, startFerry, storeKind, tempDir, writeConfig, writeResults } from './lib/common.js';
 
 export interface EndToEndSummary {
   rate: number;
@@ -42,6 +42,7 @@ export function halfSustainableRate(): number | undefined {
 }
 
 export async function runEndToEnd(opts: { rate: number; seconds: number; runs: number }): Promise<EndToEndSummary> {
+  await ensureStore();
   const runs: any[] = [];
   for (let r = 1; r <= opts.runs; r++) {
     log(`end-to-end run ${r}/${opts.runs} at ${opts.rate} events/s for ${opts.seconds} s`);
@@ -83,7 +84,7 @@ export async function runEndToEnd(opts: { rate: number; seconds: number; runs: n
     } finally {
       await client.stop();
       await receiver.stop();
-      removeDir(dir);
+      await removeDir(dir);
     }
   }
   const med = (f: (x: any) => number) => round(median(runs.map(f)), 1);
@@ -96,7 +97,7 @@ export async function runEndToEnd(opts: { rate: number; seconds: number; runs: n
     delivered: runs.every((x) => x.matched >= x.acked && x.failedBatches === 0),
   };
   printTable(
-    `End to end: ingestion 200 -> receiver arrival at ${opts.rate.toLocaleString('en-US')} events/s (open loop, ${opts.seconds} s, median of ${opts.runs} runs)`,
+    `End to end (${storeKind}): ingestion 200 -> receiver arrival at ${opts.rate.toLocaleString('en-US')} events/s (open loop, ${opts.seconds} s, median of ${opts.runs} runs)`,
     ['measure', 'p50 ms', 'p99 ms', 'notes'],
     [
       ['ingestion request -> 200', summary.ingestP50Ms, summary.ingestP99Ms, `${med((x) => x.acked)} events acknowledged per run`],

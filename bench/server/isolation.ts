@@ -14,7 +14,7 @@
  */
 import { join } from 'node:path';
 import { arrivalRate, copyData, deliveryCounts, fillBacklog, waitForArrivals } from './lib/backlog.js';
-import { log, median, numFlag, printTable, removeDir, round, startChild, startFerry, tempDir, writeConfig, writeResults } from './lib/common.js';
+import { ensureStore, log, median, numFlag, printTable, removeDir, round, startChild, startFerry, storeKind, tempDir, writeConfig, writeResults } from './lib/common.js';
 
 export interface IsolationSummary {
   alonePerSec: number;
@@ -24,6 +24,7 @@ export interface IsolationSummary {
 }
 
 export async function runIsolation(opts: { events: number; runs: number; timeoutS: number }): Promise<IsolationSummary> {
+  await ensureStore();
   const dir = tempDir('isolation');
   const runs: any[] = [];
   const placeholder = 'http://127.0.0.1:9/placeholder';
@@ -42,29 +43,29 @@ export async function runIsolation(opts: { events: number; runs: number; timeout
           const { port: stuckPort } = await stuck.ask({ cmd: 'listen', mode: 'hang' });
           const healthy = { id: 'healthy', url: `http://127.0.0.1:${port}/hooks` };
           const dests = variant === 'alone' ? [healthy] : [healthy, { id: 'stuck', url: `http://127.0.0.1:${stuckPort}/hooks` }];
-          const dataDir = copyData(variant === 'alone' ? aloneData : bothData, join(runDir, 'data'));
+          const dataDir = await copyData(variant === 'alone' ? aloneData : bothData, join(runDir, 'data'));
           const ferry = await startFerry({ configPath: writeConfig(runDir, dests), dataDir });
           const stats = await waitForArrivals(receiver, opts.events, opts.timeoutS * 1000);
           await ferry.stop();
-          const counts = deliveryCounts(dataDir);
+          const counts = await deliveryCounts(dataDir);
           run[variant] = { perSec: arrivalRate(stats), arrived: stats.count, healthySucceeded: counts.byDestination['healthy']?.['succeeded'] ?? 0, stuckAttempts: counts.attempts['stuck'] ?? 0 };
         } finally {
           await receiver.stop();
           await stuck.stop();
-          removeDir(runDir);
+          await removeDir(runDir);
         }
       }
       runs.push(run);
     }
   } finally {
-    removeDir(dir);
+    await removeDir(dir);
   }
   const alone = median(runs.map((x) => x.alone.perSec));
   const withStuck = median(runs.map((x) => x.withStuck.perSec));
   const complete = runs.every((x) => x.alone.healthySucceeded === opts.events && x.withStuck.healthySucceeded === opts.events);
   const summary: IsolationSummary = { alonePerSec: round(alone), withStuckPerSec: round(withStuck), ratio: round(withStuck / alone, 2), goalMet: withStuck >= 0.9 * alone && complete };
   printTable(
-    `Isolation: healthy destination's deliveries/s, backlog of ${opts.events.toLocaleString('en-US')} events (median of ${opts.runs} runs each)`,
+    `Isolation (${storeKind}): healthy destination's deliveries/s, backlog of ${opts.events.toLocaleString('en-US')} events (median of ${opts.runs} runs each)`,
     ['healthy destination', 'deliveries/s', 'x alone', 'notes'],
     [
       ['alone', summary.alonePerSec, 1, 'reference'],

@@ -8,11 +8,13 @@
  *       sends `events` events in batches of 100 as fast as `concurrency` connections allow.
  *   {cmd:'paced', url, eventsPerSec, durationS, prefix}
  *       open-loop: one batch of 100 every 100/eventsPerSec s; records [batch, sentAt, ackAt] per 200.
- *   {cmd:'raw-post', url, dbPath, count, connections, timeoutMs}
- *       the delivery reference: raw undici Pool posting the stored webhook bodies.
+ *   {cmd:'raw-post', url, dbPath | (databaseUrl, schema), count, connections, timeoutMs}
+ *       the delivery reference: raw undici Pool posting the stored webhook bodies (read from
+ *       the SQLite file, or from the PostgreSQL schema with --store postgres).
  */
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
+import pg from 'pg';
 import { Pool } from 'undici';
 import { basicAuth, eventJson } from './common.js';
 
@@ -128,9 +130,21 @@ async function paced(m: any) {
 }
 
 async function rawPost(m: any) {
-  const db = new Database(m.dbPath, { readonly: true });
-  const bodies = (db.prepare(`SELECT body FROM deliveries ORDER BY id LIMIT ?`).pluck().all(m.count) as string[]).map((b) => Buffer.from(b));
-  db.close();
+  let stored: string[];
+  if (m.databaseUrl) {
+    const c = new pg.Client({ connectionString: m.databaseUrl, connectionTimeoutMillis: 5000, options: `-c search_path=${m.schema}` });
+    await c.connect();
+    try {
+      stored = (await c.query<{ body: string }>(`SELECT body FROM deliveries ORDER BY id LIMIT $1`, [m.count])).rows.map((r) => r.body);
+    } finally {
+      await c.end();
+    }
+  } else {
+    const db = new Database(m.dbPath, { readonly: true });
+    stored = db.prepare(`SELECT body FROM deliveries ORDER BY id LIMIT ?`).pluck().all(m.count) as string[];
+    db.close();
+  }
+  const bodies = stored.map((b) => Buffer.from(b));
   const url = new URL(m.url);
   const pool = new Pool(url.origin, { connections: m.connections, pipelining: 1 });
   const deadline = Date.now() + (m.timeoutMs ?? 300_000);

@@ -8,14 +8,16 @@
  * every wait is bounded in time.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 
 export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 export const benchDir = fileURLToPath(new URL('../', import.meta.url));
-export const resultsDir = join(repoRoot, 'bench', 'results');
+// (resultsDir depends on the store under test: see below)
 const ferryBin = join(repoRoot, 'packages', 'server', 'bin', 'ferry.js');
 const launcher = join(benchDir, 'lib', 'ferry-launcher.ts');
 
@@ -41,6 +43,20 @@ export const numFlag = (name: string, dflt: number): number => {
   return v === undefined ? dflt : Number(v);
 };
 export const boolFlag = (name: string): boolean => flag(name) !== undefined && flag(name) !== 'false';
+
+// ---------------------------------------------------------------------------------------
+// the store under test: `--store sqlite` (default) or `--store postgres`
+
+export type StoreKind = 'sqlite' | 'postgres';
+export const storeKind: StoreKind = (() => {
+  const v = (flag('store') ?? 'sqlite').toLowerCase();
+  if (v === 'sqlite' || v === 'postgres') return v;
+  throw new Error(`--store must be sqlite or postgres (got ${v})`);
+})();
+export const usePostgres = storeKind === 'postgres';
+
+/** SQLite's results stay in bench/results; PostgreSQL's go to bench/results/postgres. */
+export const resultsDir = usePostgres ? join(repoRoot, 'bench', 'results', 'postgres') : join(repoRoot, 'bench', 'results');
 
 // ---------------------------------------------------------------------------------------
 // statistics and output
@@ -72,11 +88,11 @@ export function printTable(title: string, header: string[], rows: (string | numb
   for (const r of cells.slice(1)) console.log(line(r));
 }
 
-/** Writes `bench/results/<name>.json`. */
+/** Writes `bench/results/<name>.json` (SQLite) or `bench/results/postgres/<name>.json`. */
 export function writeResults(name: string, data: unknown): string {
   mkdirSync(resultsDir, { recursive: true });
   const path = join(resultsDir, `${name}.json`);
-  writeFileSync(path, JSON.stringify({ benchmark: name, at: new Date().toISOString(), node: process.version, ...(data as object) }, null, 2) + '\n');
+  writeFileSync(path, JSON.stringify({ benchmark: name, at: new Date().toISOString(), node: process.version, store: storeKind, ...(postgresVersion ? { postgres: postgresVersion } : {}), ...(data as object) }, null, 2) + '\n');
   return path;
 }
 
@@ -90,8 +106,107 @@ export function log(msg: string): void {
 export function tempDir(prefix: string): string {
   return mkdtempSync(join(tmpdir(), `ferry-bench-${prefix}-`));
 }
-export function removeDir(dir: string): void {
+/** Removes a temporary directory and, with --store postgres, drops the schemas of the data dirs under it. */
+export async function removeDir(dir: string): Promise<void> {
   rmSync(dir, { recursive: true, force: true });
+  if (usePostgres) await dropSchemasUnder(dir);
+}
+
+// ---------------------------------------------------------------------------------------
+// PostgreSQL (--store postgres): one fresh schema per data directory
+
+/** The PostgreSQL server of the benchmarks: BENCH_DATABASE_URL, else the local one (trust auth). */
+export const databaseUrl = process.env['BENCH_DATABASE_URL'] || 'postgres://postgres@127.0.0.1:5432/postgres';
+/** Host and port only (the URL may hold a password). */
+export const databaseHost = (() => {
+  try {
+    return new URL(databaseUrl).host || databaseUrl;
+  } catch {
+    return '(unparsable BENCH_DATABASE_URL)';
+  }
+})();
+
+/**
+ * The schema of a data directory: derived from its path under the temp dir (so a server
+ * restarted on the same data dir finds the same schema), plus a hash of the full path so
+ * names never collide. Matches PgStore's rule `^[a-z_][a-z0-9_]*$`, at most 63 bytes.
+ */
+export function schemaFor(dataDir: string): string {
+  const full = resolve(dataDir);
+  const rel = relative(tmpdir(), full).split(sep).join('/');
+  const readable = rel.toLowerCase().replace(/^ferry-bench-/, '').replace(/[^a-z0-9]+/g, '_').replace(/^_+|_+$/g, '').slice(0, 36);
+  return `ferry_bench_${readable}_${createHash('sha1').update(full).digest('hex').slice(0, 8)}`;
+}
+
+const createdSchemas = new Map<string, string>(); // schema -> data dir
+
+/** Remembers a schema the benchmarks created, to drop it with its directory. */
+export function trackSchema(dataDir: string): string {
+  const schema = schemaFor(dataDir);
+  createdSchemas.set(schema, resolve(dataDir));
+  return schema;
+}
+
+/** BIGINT (counts, ids, ms timestamps; all far below 2^53) read as numbers, as PgStore does. */
+export const bigintAsNumber = {
+  getTypeParser: ((oid: number, format?: string) =>
+    oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+};
+
+/** A short-lived connection to the benchmarks' PostgreSQL server; BIGINT read as numbers. */
+export async function pgConnect(schema?: string): Promise<pg.Client> {
+  const client = new pg.Client({
+    connectionString: databaseUrl,
+    connectionTimeoutMillis: 5000,
+    types: bigintAsNumber,
+    ...(schema ? { options: `-c search_path=${schema}` } : {}),
+  });
+  await client.connect();
+  return client;
+}
+
+/** Runs `work` on a fresh connection and closes it. */
+export async function withPg<T>(work: (c: pg.Client) => Promise<T>, schema?: string): Promise<T> {
+  const c = await pgConnect(schema);
+  try {
+    return await work(c);
+  } finally {
+    await c.end();
+  }
+}
+
+let postgresChecked: Promise<void> | undefined;
+/** The server's version once ensureStore() has run (recorded in the results). */
+let postgresVersion: string | undefined;
+/** With --store postgres: fails with a clear message unless the PostgreSQL server answers. No-op for SQLite. */
+export function ensureStore(): Promise<void> {
+  if (!usePostgres) return Promise.resolve();
+  postgresChecked ??= (async () => {
+    try {
+      const v = await withPg(async (c) => (await c.query<{ v: string }>(`SELECT current_setting('server_version') AS v`)).rows[0]!.v);
+      postgresVersion = v.split(' ')[0];
+      log(`store: PostgreSQL ${v} at ${databaseHost} (one fresh schema per server data dir, dropped afterwards)`);
+    } catch (error) {
+      throw new Error(
+        `--store postgres: no PostgreSQL server answers at ${databaseHost} (${(error as Error).message}). ` +
+          `Start one, or set BENCH_DATABASE_URL=postgres://user@host:port/db to a server the benchmarks may create and drop schemas in.`,
+      );
+    }
+  })();
+  return postgresChecked;
+}
+
+/** Drops the schemas of every data dir under `dir` (recorded by startFerry / copyData). */
+export async function dropSchemasUnder(dir: string): Promise<void> {
+  const root = resolve(dir);
+  const doomed = [...createdSchemas].filter(([, d]) => d === root || d.startsWith(root + sep)).map(([s]) => s);
+  if (doomed.length === 0) return;
+  await withPg(async (c) => {
+    for (const s of doomed) {
+      await c.query(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
+      createdSchemas.delete(s);
+    }
+  });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -232,7 +347,9 @@ export interface FerryServer {
  * Starts the server under test in its own process: the `ferry serve` CLI (built output), or
  * with `deliver: false` the bench launcher, which builds the same server but never starts the
  * delivery worker (filling a backlog, measuring ingestion alone). `BENCH_CPU_PROF=<dir>`
- * writes a V8 CPU profile of the server there when it stops.
+ * writes a V8 CPU profile of the server there when it stops. With `--store postgres` the
+ * server gets `DATABASE_URL` and `FERRY_DATABASE_SCHEMA` = schemaFor(dataDir) (a fresh schema,
+ * or the same one again when restarted on the same data dir); otherwise SQLite in dataDir.
  */
 export async function startFerry(opts: { configPath: string; dataDir: string; deliver?: boolean; nodeArgs?: string[] }): Promise<FerryServer> {
   const nodeArgs = [...(opts.nodeArgs ?? [])];
@@ -242,11 +359,15 @@ export async function startFerry(opts: { configPath: string; dataDir: string; de
     opts.deliver === false
       ? [...nodeArgs, '--import', 'tsx', launcher, '--config', opts.configPath, '--data', opts.dataDir]
       : [...nodeArgs, ferryBin, 'serve', '--config', opts.configPath, '--data', opts.dataDir, '--port', '0', '--host', '127.0.0.1'];
-  const proc = spawn(process.execPath, cmd, {
-    cwd: repoRoot,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, FERRY_LOG_LEVEL: process.env['FERRY_LOG_LEVEL'] ?? 'error', FERRY_ADMIN_TOKEN: adminToken },
-  });
+  const env: NodeJS.ProcessEnv = { ...process.env, FERRY_LOG_LEVEL: process.env['FERRY_LOG_LEVEL'] ?? 'error', FERRY_ADMIN_TOKEN: adminToken };
+  delete env['DATABASE_URL'];
+  delete env['FERRY_DATABASE_SCHEMA'];
+  if (usePostgres) {
+    await ensureStore();
+    env['DATABASE_URL'] = databaseUrl;
+    env['FERRY_DATABASE_SCHEMA'] = trackSchema(opts.dataDir);
+  }
+  const proc = spawn(process.execPath, cmd, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env });
   let out = '';
   proc.stdout!.on('data', (c: Buffer) => (out = (out + c.toString()).slice(-20_000)));
   proc.stderr!.on('data', (c: Buffer) => (out = (out + c.toString()).slice(-20_000)));

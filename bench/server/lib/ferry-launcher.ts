@@ -3,11 +3,12 @@
  * `packages/server/dist`): the same server `ferry serve` builds, listening on loopback on a
  * free port, but without starting the delivery worker. Used to fill a backlog and to measure
  * ingestion on its own. Prints `Ferry listening on <url>` like the CLI and stops cleanly on
- * SIGTERM.
+ * SIGTERM. Like `ferry serve`, it uses PostgreSQL when `DATABASE_URL` is set (schema
+ * `FERRY_DATABASE_SCHEMA`, created if missing), else SQLite in the data dir.
  *
  *   node --import tsx bench/server/lib/ferry-launcher.ts --config FILE --data DIR
  */
-import { applyEnvironment, createFerry, loadConfigFile } from '../../../packages/server/dist/index.js';
+import { applyEnvironment, createFerry, loadConfigFile, PgStore } from '../../../packages/server/dist/index.js';
 
 const arg = (name: string): string => {
   const i = process.argv.indexOf(`--${name}`);
@@ -16,7 +17,9 @@ const arg = (name: string): string => {
 };
 
 const config = applyEnvironment(loadConfigFile(arg('config'), process.env), process.env);
-const ferry = await createFerry({ config, dataDir: arg('data'), adminToken: process.env['FERRY_ADMIN_TOKEN'], deliver: false });
+const databaseUrl = process.env['DATABASE_URL'] || undefined;
+const store = databaseUrl ? await PgStore.open({ connectionString: databaseUrl, schema: process.env['FERRY_DATABASE_SCHEMA'] || undefined }) : undefined;
+const ferry = await createFerry({ config, dataDir: arg('data'), adminToken: process.env['FERRY_ADMIN_TOKEN'], deliver: false, store });
 const url = await ferry.start(0, '127.0.0.1');
 process.stdout.write(`Ferry listening on ${url} (store: ${ferry.store.kind}, delivery off)\n`);
 let stopping = false;

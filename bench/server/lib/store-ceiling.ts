@@ -1,18 +1,35 @@
 /**
- * Ceiling of the ingestion benchmark (TypeScript via tsx; better-sqlite3 only, no HTTP): the
- * store alone. The same schema as Ferry's SQLite store (its migrations, from the built
- * `packages/server/dist`), WAL with `synchronous = FULL`, inserting the same event row and
- * one delivery-job row per event, in transactions of `batch` events, for at most
- * `maxEvents` events or `durationS` seconds. Answers {events, ms} over IPC.
+ * Ceiling of the ingestion benchmark (TypeScript via tsx; no HTTP): the store alone, inserting
+ * the same event row and one delivery-job row per event, in transactions of `batch` events,
+ * for at most `maxEvents` events or `durationS` seconds. Answers {events, ms} over IPC.
+ *
+ *   - store 'sqlite' (default): better-sqlite3, the same schema as Ferry's SQLite store (its
+ *     migrations, from the built `packages/server/dist`), WAL with `synchronous = FULL`, one
+ *     connection (SQLite has one writer).
+ *   - store 'postgres': a fresh schema on `databaseUrl` with Ferry's PostgreSQL migrations
+ *     (through the built PgStore), `connections` concurrent connections each committing
+ *     transactions of `batch` events (PostgreSQL commits concurrent transactions together);
+ *     each transaction is one multi-row INSERT of the events (RETURNING their ids) and one of
+ *     the jobs, the cheapest way to send 100 rows of each. The schema is dropped afterwards.
  */
 import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
+import { PgStore } from '../../../packages/server/dist/index.js';
 import { migrations } from '../../../packages/server/dist/store/sqlite/migrations/index.js';
-import { eventJson } from './common.js';
+import { bigintAsNumber, eventJson } from './common.js';
 
-process.on('message', (m: any) => {
+interface Ask { id: number; durationS: number; maxEvents: number; batch: number; store?: 'sqlite' | 'postgres'; databaseUrl?: string; connections?: number }
+
+// Row contents of the same size as Ferry's: the normalised message (~480 B) and the webhook body (~330 B).
+const stored = (id: string, i: number) =>
+  eventJson(id, i).slice(0, -1) +
+  `,"context":{"library":{"name":"analytics-node","version":"3.1.0"},"ip":"127.0.0.1"},"integrations":{},"originalTimestamp":"2025-01-01T12:00:00.000Z","receivedAt":"2025-01-01T12:00:00.100Z"}`;
+const body = (id: string, i: number) => `{"version":1,` + eventJson(id, i).slice(1);
+
+function sqliteCeiling(m: Ask): { events: number; ms: number } {
   const dir = mkdtempSync(join(tmpdir(), 'ferry-bench-store-'));
   const db = new Database(join(dir, 'ferry.db'));
   db.pragma('journal_mode = WAL');
@@ -26,11 +43,6 @@ process.on('message', (m: any) => {
     `INSERT INTO deliveries (destination_id, source_id, event_id, kind, message_id, user_id, body, created_at, next_attempt_at)
      VALUES (@destinationId, @sourceId, @eventId, @kind, @messageId, @userId, @body, @nowMs, @nowMs)`,
   );
-  // Row contents of the same size as Ferry's: the normalised message (~480 B) and the webhook body (~330 B).
-  const stored = (id: string, i: number) =>
-    eventJson(id, i).slice(0, -1) +
-    `,"context":{"library":{"name":"analytics-node","version":"3.1.0"},"ip":"127.0.0.1"},"integrations":{},"originalTimestamp":"2025-01-01T12:00:00.000Z","receivedAt":"2025-01-01T12:00:00.100Z"}`;
-  const body = (id: string, i: number) => `{"version":1,` + eventJson(id, i).slice(1);
   const tx = db.transaction((from: number, n: number, nowMs: number) => {
     for (let i = from; i < from + n; i++) {
       const id = `store-${i}`;
@@ -48,6 +60,77 @@ process.on('message', (m: any) => {
   const ms = performance.now() - started;
   db.close();
   rmSync(dir, { recursive: true, force: true });
-  process.send!({ id: m.id, events, ms });
+  return { events, ms };
+}
+
+async function postgresCeiling(m: Ask): Promise<{ events: number; ms: number }> {
+  const schema = `ferry_bench_store_${process.pid}_${Date.now().toString(36)}`;
+  await (await PgStore.open({ connectionString: m.databaseUrl!, schema, poolSize: 1 })).close();
+  const connections = m.connections ?? 10;
+  const pool = new pg.Pool({ connectionString: m.databaseUrl, max: connections, options: `-c search_path=${schema}`, types: bigintAsNumber, connectionTimeoutMillis: 5000 });
+  try {
+    const insertBatch = async (from: number, n: number, nowMs: number) => {
+      const ids: string[] = [];
+      const users: string[] = [];
+      const json: string[] = [];
+      const bodies: string[] = [];
+      for (let i = from; i < from + n; i++) {
+        const id = `store-${i}`;
+        ids.push(id);
+        users.push(`user-${i % 1000}`);
+        json.push(stored(id, i));
+        bodies.push(body(id, i));
+      }
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const inserted = await client.query<{ id: number; message_id: string }>(
+          `INSERT INTO events (source_id, message_id, type, user_id, anonymous_id, event, received_at, json)
+           SELECT 'bench', m, 'track', u, NULL, 'Order Completed', $4, j FROM unnest($1::text[], $2::text[], $3::text[]) AS x(m, u, j)
+           ON CONFLICT (source_id, message_id) DO NOTHING
+           RETURNING id, message_id`,
+          [ids, users, json, nowMs],
+        );
+        const idOf = new Map(inserted.rows.map((r) => [r.message_id, r.id]));
+        await client.query(
+          `INSERT INTO deliveries (destination_id, source_id, event_id, kind, message_id, user_id, body, created_at, next_attempt_at)
+           SELECT 'hooks', 'bench', e, 'event', m, u, b, $5, $5 FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) AS x(e, m, u, b)`,
+          [ids.map((id) => idOf.get(id)!), ids, users, bodies, nowMs],
+        );
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw error;
+      } finally {
+        client.release();
+      }
+    };
+    const started = performance.now();
+    const deadline = started + m.durationS * 1000;
+    let next = 0;
+    let events = 0;
+    const worker = async () => {
+      while (next < m.maxEvents && performance.now() < deadline) {
+        const from = next;
+        next += m.batch;
+        await insertBatch(from, m.batch, Date.now());
+        events += m.batch;
+      }
+    };
+    await Promise.all(Array.from({ length: connections }, worker));
+    return { events, ms: performance.now() - started };
+  } finally {
+    await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => {});
+    await pool.end();
+  }
+}
+
+process.on('message', async (m: Ask) => {
+  try {
+    const r = m.store === 'postgres' ? await postgresCeiling(m) : sqliteCeiling(m);
+    process.send!({ id: m.id, ...r });
+  } catch (error) {
+    process.send!({ id: m.id, error: String((error as Error).stack ?? error) });
+  }
 });
 process.on('disconnect', () => process.exit(0));

@@ -243,29 +243,50 @@ export class PgStore implements Store {
   }
 
   async complete(args: { id: number; owner: string; nowMs: number; firstAttemptAtMs: number; attempts: AttemptRecord[]; outcome: AttemptOutcome }): Promise<boolean> {
-    return this.inTransaction(async (client) => {
-      const o = args.outcome;
-      const common = `attempt_count = attempt_count + 1, first_attempt_at = $3, lease_owner = NULL, trigger = 'scheduled'`;
-      const where = `WHERE id = $1 AND lease_owner = $2 AND status = 'pending'`;
-      const result =
-        o.status === 'succeeded'
-          ? await client.query(`UPDATE deliveries SET status = 'succeeded', ${common}, completed_at = $4, last_error = NULL ${where}`, [args.id, args.owner, args.firstAttemptAtMs, args.nowMs])
-          : o.status === 'pending'
-            ? await client.query(`UPDATE deliveries SET ${common}, next_attempt_at = $4, last_error = $5 ${where}`, [args.id, args.owner, args.firstAttemptAtMs, o.nextAttemptAtMs, o.lastError])
-            : await client.query(`UPDATE deliveries SET status = 'dead', ${common}, completed_at = $4, dead_reason = $5, last_error = $6 ${where}`, [args.id, args.owner, args.firstAttemptAtMs, args.nowMs, o.reason, o.lastError]);
-      const a = args.attempts;
-      // A lost lease still logs what was sent; a delivery purged meanwhile (a deletion
-      // request) keeps nothing, since a response body may echo the user's data.
-      if (a.length > 0)
-        await client.query(
-          `INSERT INTO attempts (delivery_id, url, started_at, latency_ms, status_code, error_class, error_message, response_body, trigger)
-           SELECT $1, u, s, l, c, e, m, r, t FROM unnest($2::text[], $3::bigint[], $4::int[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[])
-             AS x(u, s, l, c, e, m, r, t)
-           WHERE EXISTS (SELECT 1 FROM deliveries WHERE id = $1)`,
-          [args.id, a.map((x) => x.url), a.map((x) => x.startedAtMs), a.map((x) => x.latencyMs), a.map((x) => x.statusCode), a.map((x) => x.errorClass), a.map((x) => x.errorMessage), a.map((x) => x.responseBody), a.map((x) => x.trigger)],
-        );
-      return result.rowCount === 1;
-    });
+    // One statement, so one round trip and atomic without BEGIN/COMMIT: the outcome and the
+    // attempt log. A lost lease still logs what was sent; a delivery purged meanwhile (a
+    // deletion request) keeps nothing, since a response body may echo the user's data.
+    const o = args.outcome;
+    const a = args.attempts;
+    const params: unknown[] = [
+      args.id,
+      args.owner,
+      args.firstAttemptAtMs,
+      a.map((x) => x.url),
+      a.map((x) => x.startedAtMs),
+      a.map((x) => x.latencyMs),
+      a.map((x) => x.statusCode),
+      a.map((x) => x.errorClass),
+      a.map((x) => x.errorMessage),
+      a.map((x) => x.responseBody),
+      a.map((x) => x.trigger),
+    ];
+    const common = `attempt_count = attempt_count + 1, first_attempt_at = $3, lease_owner = NULL, trigger = 'scheduled'`;
+    let set: string;
+    if (o.status === 'succeeded') {
+      params.push(args.nowMs);
+      set = `status = 'succeeded', ${common}, completed_at = $12, last_error = NULL`;
+    } else if (o.status === 'pending') {
+      params.push(o.nextAttemptAtMs, o.lastError);
+      set = `${common}, next_attempt_at = $12, last_error = $13`;
+    } else {
+      params.push(args.nowMs, o.reason, o.lastError);
+      set = `status = 'dead', ${common}, completed_at = $12, dead_reason = $13, last_error = $14`;
+    }
+    const { rows } = await this.pool.query<{ updated: number }>(
+      `WITH updated AS (
+         UPDATE deliveries SET ${set} WHERE id = $1 AND lease_owner = $2 AND status = 'pending' RETURNING id
+       ), logged AS (
+         INSERT INTO attempts (delivery_id, url, started_at, latency_ms, status_code, error_class, error_message, response_body, trigger)
+         SELECT $1, u, s, l, c, e, m, r, t FROM unnest($4::text[], $5::bigint[], $6::int[], $7::int[], $8::text[], $9::text[], $10::text[], $11::text[])
+           AS x(u, s, l, c, e, m, r, t)
+         WHERE EXISTS (SELECT 1 FROM deliveries WHERE id = $1)
+         RETURNING 1
+       )
+       SELECT (SELECT COUNT(*) FROM updated)::int AS updated, (SELECT COUNT(*) FROM logged)::int AS logged`,
+      params,
+    );
+    return rows[0]?.updated === 1;
   }
 
   async releaseLeases(owner: string, nowMs: number): Promise<number> {
