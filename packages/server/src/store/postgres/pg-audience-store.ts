@@ -1,6 +1,5 @@
 import type pg from 'pg';
 import {
-  absentValue,
   type AudienceDefinition,
   type AudienceKind,
   type AudienceRecord,
@@ -8,50 +7,10 @@ import {
   type MembershipChange,
   type Rule,
   type SyncOutcome,
-  type TraitValue,
 } from '../../audiences/audience-store.js';
 import type { NewDelivery } from '../store.js';
 import type { PgStore } from './pg-store.js';
-
-const dayMs = 86_400_000;
-
-interface AudienceRow {
-  id: string;
-  kind: AudienceKind;
-  name: string;
-  config: string;
-  created_at: number;
-  sync_count: number;
-  last_synced_at: number | null;
-  member_count: number;
-}
-
-/** The part of a definition kept as JSON in `audiences.config`. */
-interface StoredConfig {
-  destinationIds: string[];
-  sourceIds: string[] | null;
-  rule: Rule;
-}
-
-function toRecord(r: AudienceRow): AudienceRecord {
-  const config = JSON.parse(r.config) as StoredConfig;
-  return {
-    id: r.id,
-    kind: r.kind,
-    name: r.name,
-    destinationIds: config.destinationIds,
-    sourceIds: config.sourceIds,
-    rule: config.rule,
-    createdAtMs: r.created_at,
-    syncCount: r.sync_count,
-    lastSyncedAtMs: r.last_synced_at,
-    memberCount: r.member_count,
-  };
-}
-
-const selectAudience = `
-  SELECT a.*, (SELECT COUNT(*) FROM audience_members m WHERE m.audience_id = a.id) AS member_count
-  FROM audiences a`;
+import { dayMs, diffMembers, selectAudience, settleLeavers, syncOutcome, toRecord, type AudienceRow, type StoredConfig } from '../audience-rows.js';
 
 /*
  * PostgreSQL's jsonb refuses `\u0000` and lone surrogate escapes, which the stored JSON
@@ -180,32 +139,18 @@ export class PgAudienceStore implements AudienceStore {
       const current = await currentValues(client, audience, args.nowMs);
       const storedRows = await client.query<{ user_id: string; value: string }>(`SELECT user_id, value FROM audience_members WHERE audience_id = $1`, [args.id]);
       const stored = new Map(storedRows.rows.map((r) => [r.user_id, r.value]));
-      const changes: MembershipChange[] = [];
-      for (const [userId, value] of current) {
-        const before = stored.get(userId);
-        if (before === value) continue;
-        changes.push({ userId, change: before === undefined ? 'added' : 'changed', value: JSON.parse(value) as TraitValue });
-      }
-      // A member with no stored event left was deleted by a regulation: their row goes without
-      // a word, since an identify would recreate at the receiver the user it was told to delete.
-      const gone = [...stored.keys()].filter((userId) => !current.has(userId));
+      const diff = diffMembers(current, stored);
       const withEvents = new Set(
-        gone.length === 0
+        diff.left.length === 0
           ? []
           : (
               await client.query<{ user_id: string }>(
                 `SELECT u AS user_id FROM unnest($1::text[]) AS u WHERE EXISTS (SELECT 1 FROM events WHERE user_id = u)`,
-                [gone],
+                [diff.left],
               )
             ).rows.map((r) => r.user_id),
       );
-      const forgotten: string[] = [];
-      for (const userId of gone) {
-        if (withEvents.has(userId)) changes.push({ userId, change: 'removed', value: absentValue(audience.kind) });
-        else forgotten.push(userId);
-      }
-      // Users in a stable order (JavaScript's, as on SQLite), so the jobs and the receiver see them sorted.
-      changes.sort((a, b) => (a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0));
+      const { changes, forgotten } = settleLeavers(diff.changes, diff.left, withEvents, audience.kind);
 
       const syncCount = audience.syncCount + 1;
       const deliveries = changes.length === 0 ? [] : args.deliveriesFor(audience, changes, syncCount);
@@ -222,18 +167,7 @@ export class PgAudienceStore implements AudienceStore {
       const removed = [...changes.filter((c) => c.change === 'removed').map((c) => c.userId), ...forgotten];
       if (removed.length > 0) await client.query(`DELETE FROM audience_members WHERE audience_id = $1 AND user_id = ANY($2::text[])`, [args.id, removed]);
       await client.query(`UPDATE audiences SET sync_count = $1, last_synced_at = $2 WHERE id = $3`, [syncCount, args.nowMs, args.id]);
-      const count = (n: MembershipChange['change']) => changes.filter((c) => c.change === n).length;
-      return {
-        id: args.id,
-        syncCount,
-        syncedAtMs: args.nowMs,
-        added: count('added'),
-        removed: count('removed'),
-        changed: count('changed'),
-        forgotten: forgotten.length,
-        queued: deliveries.length,
-        memberCount: current.size,
-      };
+      return syncOutcome({ id: args.id, syncCount, nowMs: args.nowMs, changes, forgotten, queued: deliveries.length, memberCount: current.size });
     });
   }
 }

@@ -1,6 +1,5 @@
 import type Database from 'better-sqlite3';
 import {
-  absentValue,
   type AudienceDefinition,
   type AudienceKind,
   type AudienceRecord,
@@ -9,50 +8,10 @@ import {
   type Rule,
   type SyncOutcome,
   type TraitScalar,
-  type TraitValue,
 } from '../../audiences/audience-store.js';
 import type { NewDelivery } from '../store.js';
 import type { SqliteStore } from './sqlite-store.js';
-
-const dayMs = 86_400_000;
-
-interface AudienceRow {
-  id: string;
-  kind: AudienceKind;
-  name: string;
-  config: string;
-  created_at: number;
-  sync_count: number;
-  last_synced_at: number | null;
-  member_count: number;
-}
-
-/** The part of a definition kept as JSON in `audiences.config`. */
-interface StoredConfig {
-  destinationIds: string[];
-  sourceIds: string[] | null;
-  rule: Rule;
-}
-
-function toRecord(r: AudienceRow): AudienceRecord {
-  const config = JSON.parse(r.config) as StoredConfig;
-  return {
-    id: r.id,
-    kind: r.kind,
-    name: r.name,
-    destinationIds: config.destinationIds,
-    sourceIds: config.sourceIds,
-    rule: config.rule,
-    createdAtMs: r.created_at,
-    syncCount: r.sync_count,
-    lastSyncedAtMs: r.last_synced_at,
-    memberCount: r.member_count,
-  };
-}
-
-const selectAudience = `
-  SELECT a.*, (SELECT COUNT(*) FROM audience_members m WHERE m.audience_id = a.id) AS member_count
-  FROM audiences a`;
+import { dayMs, diffMembers, selectAudience, settleLeavers, syncOutcome, toRecord, type AudienceRow, type StoredConfig } from '../audience-rows.js';
 
 /**
  * How json_each reports a trait's JSON type, and the SQL value to compare with. Types are
@@ -168,23 +127,9 @@ export class SqliteAudienceStore implements AudienceStore {
           }[]
         ).map((r) => [r.user_id, r.value]),
       );
-      const changes: MembershipChange[] = [];
-      for (const [userId, value] of current) {
-        const before = stored.get(userId);
-        if (before === value) continue;
-        changes.push({ userId, change: before === undefined ? 'added' : 'changed', value: JSON.parse(value) as TraitValue });
-      }
-      // A member with no stored event left was deleted by a regulation: their row goes without
-      // a word, since an identify would recreate at the receiver the user it was told to delete.
+      const diff = diffMembers(current, stored);
       const hasEvents = this.db.prepare(`SELECT 1 FROM events WHERE user_id = ? LIMIT 1`).pluck();
-      const forgotten: string[] = [];
-      for (const userId of stored.keys()) {
-        if (current.has(userId)) continue;
-        if (hasEvents.get(userId) === undefined) forgotten.push(userId);
-        else changes.push({ userId, change: 'removed', value: absentValue(audience.kind) });
-      }
-      // Users in a stable order, so the jobs (and the receiver) see them sorted.
-      changes.sort((a, b) => (a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0));
+      const { changes, forgotten } = settleLeavers(diff.changes, diff.left, new Set(diff.left.filter((u) => hasEvents.get(u) !== undefined)), audience.kind);
 
       const syncCount = audience.syncCount + 1;
       const deliveries = changes.length === 0 ? [] : args.deliveriesFor(audience, changes, syncCount);
@@ -201,18 +146,7 @@ export class SqliteAudienceStore implements AudienceStore {
       }
       for (const userId of forgotten) remove.run(args.id, userId);
       this.db.prepare(`UPDATE audiences SET sync_count = ?, last_synced_at = ? WHERE id = ?`).run(syncCount, args.nowMs, args.id);
-      const count = (n: MembershipChange['change']) => changes.filter((c) => c.change === n).length;
-      return {
-        id: args.id,
-        syncCount,
-        syncedAtMs: args.nowMs,
-        added: count('added'),
-        removed: count('removed'),
-        changed: count('changed'),
-        forgotten: forgotten.length,
-        queued: deliveries.length,
-        memberCount: current.size,
-      };
+      return syncOutcome({ id: args.id, syncCount, nowMs: args.nowMs, changes, forgotten, queued: deliveries.length, memberCount: current.size });
     });
     // IMMEDIATE takes the write lock before reading, so the membership read cannot go stale
     // before the write (another process on the same file would otherwise race it).

@@ -1,0 +1,116 @@
+import {
+  absentValue,
+  type AudienceKind,
+  type AudienceRecord,
+  type MembershipChange,
+  type Rule,
+  type SyncOutcome,
+  type TraitValue,
+} from '../audiences/audience-store.js';
+
+/**
+ * What the SQL audience stores share: the row shape and its mapping, the select, and the
+ * pure steps of a sync (the diff of current and stored members, the outcome). Each store
+ * keeps only its own SQL and transaction.
+ */
+
+export const dayMs = 86_400_000;
+
+export interface AudienceRow {
+  id: string;
+  kind: AudienceKind;
+  name: string;
+  config: string;
+  created_at: number;
+  sync_count: number;
+  last_synced_at: number | null;
+  member_count: number;
+}
+
+/** The part of a definition kept as JSON in `audiences.config`. */
+export interface StoredConfig {
+  destinationIds: string[];
+  sourceIds: string[] | null;
+  rule: Rule;
+}
+
+/** An `audiences` row (with its member count) as a record. */
+export function toRecord(r: AudienceRow): AudienceRecord {
+  const config = JSON.parse(r.config) as StoredConfig;
+  return {
+    id: r.id,
+    kind: r.kind,
+    name: r.name,
+    destinationIds: config.destinationIds,
+    sourceIds: config.sourceIds,
+    rule: config.rule,
+    createdAtMs: r.created_at,
+    syncCount: r.sync_count,
+    lastSyncedAtMs: r.last_synced_at,
+    memberCount: r.member_count,
+  };
+}
+
+/** Audiences with their member counts; append a WHERE clause as needed. */
+export const selectAudience = `
+  SELECT a.*, (SELECT COUNT(*) FROM audience_members m WHERE m.audience_id = a.id) AS member_count
+  FROM audiences a`;
+
+/**
+ * Compares current members (user id to JSON value) with the stored ones: who joined or
+ * changed value, and who is no longer a member.
+ */
+export function diffMembers(current: ReadonlyMap<string, string>, stored: ReadonlyMap<string, string>): { changes: MembershipChange[]; left: string[] } {
+  const changes: MembershipChange[] = [];
+  for (const [userId, value] of current) {
+    const before = stored.get(userId);
+    if (before === value) continue;
+    changes.push({ userId, change: before === undefined ? 'added' : 'changed', value: JSON.parse(value) as TraitValue });
+  }
+  return { changes, left: [...stored.keys()].filter((userId) => !current.has(userId)) };
+}
+
+/**
+ * Adds the members who left to the changes, except those with no stored event left: a
+ * deletion request removed them, and an identify would recreate at the receiver the user it
+ * was told to delete, so they are only forgotten. Changes come out sorted by user id, so the
+ * jobs (and the receiver) see them in a stable order on every store.
+ */
+export function settleLeavers(
+  changes: MembershipChange[],
+  left: readonly string[],
+  withEvents: ReadonlySet<string>,
+  kind: AudienceKind,
+): { changes: MembershipChange[]; forgotten: string[] } {
+  const forgotten: string[] = [];
+  for (const userId of left) {
+    if (withEvents.has(userId)) changes.push({ userId, change: 'removed', value: absentValue(kind) });
+    else forgotten.push(userId);
+  }
+  changes.sort((a, b) => (a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0));
+  return { changes, forgotten };
+}
+
+/** The outcome reported for one sync. */
+export function syncOutcome(args: {
+  id: string;
+  syncCount: number;
+  nowMs: number;
+  changes: readonly MembershipChange[];
+  forgotten: readonly string[];
+  queued: number;
+  memberCount: number;
+}): SyncOutcome {
+  const count = (n: MembershipChange['change']) => args.changes.filter((c) => c.change === n).length;
+  return {
+    id: args.id,
+    syncCount: args.syncCount,
+    syncedAtMs: args.nowMs,
+    added: count('added'),
+    removed: count('removed'),
+    changed: count('changed'),
+    forgotten: args.forgotten.length,
+    queued: args.queued,
+    memberCount: args.memberCount,
+  };
+}
