@@ -60,7 +60,7 @@ const claims = {
   'abusive-clients.test.ts': {
     fault: 'Slow and abusive clients',
     proves:
-      'Oversized headers are refused with 431 at once; with 200 idle connections, slow-header and slow-body sockets open, a normal client is still served promptly; with its limits shortened for the test, the server closes every idle connection, slow-header and slow-body socket by itself, each with a 408, and a body that never finished stores nothing.',
+      'Oversized headers are refused with 431; with 200 idle connections, slow-header and slow-body sockets open, every request of a normal client still succeeds (its slowest round trip is reported); with its limits shortened for the test, the server closes every idle connection, slow-header and slow-body socket by itself, each with a 408, and a body that never finished stores nothing.',
   },
 };
 

@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import type { DestinationConfig, SourceConfig } from '../config/model.js';
 import { FerryError } from '../errors/error-codes.js';
 import type { Store } from '../store/store.js';
@@ -8,7 +9,7 @@ import type { Clock } from '../util/clock.js';
  * config file's entries are applied at start-up and the admin API's edits are persisted.
  * Reads are in memory because every ingestion request needs them.
  */
-export class Catalog {
+export class Catalog extends EventEmitter<{ 'catalog:reloaded': [] }> {
   private sourcesById = new Map<string, SourceConfig>();
   private sourcesByKey = new Map<string, SourceConfig>();
   private destinationsById = new Map<string, DestinationConfig>();
@@ -18,7 +19,9 @@ export class Catalog {
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    super();
+  }
 
   /**
    * Applies the config file's entries over what the store holds (the file wins for the ids it
@@ -45,6 +48,7 @@ export class Catalog {
     this.sourcesByKey = new Map(sources.map((s) => [s.writeKey, s]));
     this.destinationsById = new Map(destinations.map((d) => [d.id, d]));
     this.routes = new Map(sources.map((s) => [s.id, destinations.filter((d) => d.enabled && d.sources.includes(s.id))]));
+    this.emit('catalog:reloaded');
   }
 
   sourceByWriteKey(writeKey: string): SourceConfig | undefined {

@@ -12,7 +12,8 @@ import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../../src/store/store.js';
 import { ManualClock } from '../../src/util/clock.js';
 import { adminToken, secret, startFerry, testConfig, webhooksDestination, type TestFerry } from '../helpers/ferry.js';
-import { dropSchema, postgresUrl, stopPostgres, uniqueSchema } from '../helpers/postgres.js';
+import { freshSchema, openFreshPgStore, stopPostgres } from '../helpers/postgres.js';
+import { cleanups } from '../helpers/cleanups.js';
 import { startReceiver, type Received, type TestReceiver } from '../helpers/receiver.js';
 
 const dayMs = 86_400_000;
@@ -38,12 +39,7 @@ const backends: Backend[] = [
   },
   {
     name: 'postgres',
-    open: async () => {
-      const url = await postgresUrl();
-      const schema = uniqueSchema();
-      const store = await PgStore.open({ connectionString: url, schema, poolSize: 4 });
-      return { store, cleanup: () => dropSchema(url, schema) };
-    },
+    open: () => openFreshPgStore(),
     audienceStore: (store) => new PgAudienceStore(store as PgStore),
     count: (store, sql) => (store as PgStore).withTransaction(async (client) => Number(Object.values((await client.query(sql)).rows[0] as object)[0])),
   },
@@ -508,15 +504,6 @@ for (const backend of backends) {
   });
 }
 
-/** Cleanups run last-registered first, like a stack: the servers stop before their schema is dropped. */
-function cleanups(t: { after: (fn: () => Promise<void> | void) => void }) {
-  const stack: (() => Promise<void> | void)[] = [];
-  t.after(async () => {
-    for (const fn of stack.reverse()) await fn();
-  });
-  return (fn: () => Promise<void> | void) => void stack.push(fn);
-}
-
 /** Resolves once `count` backends wait, directly or behind each other, for a lock that `holderPid` holds. */
 async function waitForBlocked(client: pg.Client, holderPid: number, count: number): Promise<void> {
   for (let i = 0; i < 10_000; i++) {
@@ -536,9 +523,7 @@ async function waitForBlocked(client: pg.Client, holderPid: number, count: numbe
 describe('postgres: two nodes sync the same audience', () => {
   test('concurrent syncs of one audience on two nodes queue each change exactly once', async (t) => {
     const after = cleanups(t);
-    const url = await postgresUrl();
-    const schema = uniqueSchema();
-    after(() => dropSchema(url, schema));
+    const { url, schema } = await freshSchema(after);
     const receiver = await startReceiver();
     after(() => receiver.close());
     const clock = new ManualClock();

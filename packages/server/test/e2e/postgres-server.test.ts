@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { after, describe, test } from 'node:test';
 import pino from 'pino';
 import { createFerry } from '../../src/app.js';
 import { PgStore } from '../../src/store/postgres/pg-store.js';
 import { adminToken, startFerry, testConfig, webhooksDestination, writeKey } from '../helpers/ferry.js';
-import { dropSchema, postgresUrl, stopPostgres, uniqueSchema } from '../helpers/postgres.js';
+import { freshSchema, stopPostgres } from '../helpers/postgres.js';
+import { cleanups } from '../helpers/cleanups.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { spawnFerry } from '../helpers/spawn-ferry.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,21 +15,10 @@ import { join } from 'node:path';
 
 after(() => stopPostgres());
 
-/** Cleanups run last-registered first, like a stack: the server stops before its schema is dropped. */
-function cleanups(t: { after: (fn: () => Promise<void> | void) => void }) {
-  const stack: (() => Promise<void> | void)[] = [];
-  t.after(async () => {
-    for (const fn of stack.reverse()) await fn();
-  });
-  return (fn: () => Promise<void> | void) => void stack.push(fn);
-}
-
 describe('the server on PostgreSQL', () => {
   test('ingestion, delivery, dead letters and deletion work the same as on SQLite', async (t) => {
     const after = cleanups(t);
-    const url = await postgresUrl();
-    const schema = uniqueSchema();
-    after(() => dropSchema(url, schema));
+    const { url, schema } = await freshSchema(after);
     const receiver = await startReceiver();
     after(() => receiver.close());
     const store = await PgStore.open({ connectionString: url, schema });
@@ -60,9 +51,7 @@ describe('the server on PostgreSQL', () => {
 
   test('two nodes on one database share the work (every event delivered once) and see each other\'s admin edits', async (t) => {
     const after = cleanups(t);
-    const url = await postgresUrl();
-    const schema = uniqueSchema();
-    after(() => dropSchema(url, schema));
+    const { url, schema } = await freshSchema(after);
     const receiver = await startReceiver();
     after(() => receiver.close());
     const config = testConfig([webhooksDestination('hooks', [receiver.url])], { delivery: { claimBatchSize: 5, concurrency: 8, perDestinationConcurrency: 8 } });
@@ -99,7 +88,8 @@ describe('the server on PostgreSQL', () => {
     });
     assert.equal(patch.status, 200);
     const other = nodes[1]!.node;
-    for (let i = 0; i < 200 && other.catalog.destination('hooks')?.enabled !== false; i++) await new Promise((r) => setTimeout(r, 25));
+    // Each periodic reload is awaited as an event; a few are enough to see the edit.
+    for (let i = 0; i < 20 && other.catalog.destination('hooks')?.enabled !== false; i++) await once(other.catalog, 'catalog:reloaded');
     assert.equal(other.catalog.destination('hooks')?.enabled, false, 'the other node saw the change');
     const late = await fetch(`${nodes[1]!.base}/v1/track`, {
       method: 'POST',
@@ -113,9 +103,7 @@ describe('the server on PostgreSQL', () => {
 
   test('ferry serve uses DATABASE_URL', async (t) => {
     const after = cleanups(t);
-    const url = await postgresUrl();
-    const schema = uniqueSchema();
-    after(() => dropSchema(url, schema));
+    const { url, schema } = await freshSchema(after);
     const dir = mkdtempSync(join(tmpdir(), 'ferry-pgcli-'));
     after(() => rmSync(dir, { recursive: true, force: true }));
     const config = join(dir, 'ferry.config.json');

@@ -3,6 +3,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { PgStore } from '../../src/store/postgres/pg-store.js';
 
 /**
  * A PostgreSQL server for tests: `FERRY_TEST_DATABASE_URL` when set, else the local server on
@@ -123,4 +124,20 @@ export async function dropSchema(url: string, schema: string): Promise<void> {
   } finally {
     await client.end();
   }
+}
+
+/** A fresh schema on the test server, dropped by `onCleanup` (e.g. a {@link cleanups} stack). */
+export async function freshSchema(onCleanup: (fn: () => Promise<void>) => void): Promise<{ url: string; schema: string }> {
+  const url = await postgresUrl();
+  const schema = uniqueSchema();
+  onCleanup(() => dropSchema(url, schema));
+  return { url, schema };
+}
+
+/** A PgStore on a fresh schema; `cleanup` drops the schema (close the store first). */
+export async function openFreshPgStore(poolSize = 4): Promise<{ store: PgStore; cleanup: () => Promise<void> }> {
+  const url = await postgresUrl();
+  const schema = uniqueSchema();
+  const store = await PgStore.open({ connectionString: url, schema, poolSize });
+  return { store, cleanup: () => dropSchema(url, schema) };
 }

@@ -3,10 +3,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { PgStore } from '../../src/store/postgres/pg-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { AttemptRecord, NewEvent, Store } from '../../src/store/store.js';
-import { dropSchema, postgresUrl, stopPostgres, uniqueSchema } from '../helpers/postgres.js';
+import { openFreshPgStore, stopPostgres } from '../helpers/postgres.js';
 
 /** One contract, every implementation: each test gets a fresh store (own file or own schema). */
 const backends: { name: string; open: () => Promise<{ store: Store; cleanup: () => Promise<void> }> }[] = [
@@ -20,12 +19,7 @@ const backends: { name: string; open: () => Promise<{ store: Store; cleanup: () 
   },
   {
     name: 'postgres',
-    open: async () => {
-      const url = await postgresUrl();
-      const schema = uniqueSchema();
-      const store = await PgStore.open({ connectionString: url, schema, poolSize: 4 });
-      return { store, cleanup: () => dropSchema(url, schema) };
-    },
+    open: () => openFreshPgStore(),
   },
 ];
 after(() => stopPostgres());
