@@ -102,7 +102,7 @@ export class Catalog extends EventEmitter<{ 'catalog:reloaded': [] }> {
   async removeDestination(id: string): Promise<boolean> {
     if (!this.destinationsById.has(id)) return false;
     await this.store.deleteDestination(id);
-    await this.store.abandonPending(id, 'destination_deleted', this.clock.now());
+    await this.store.abandonPending(id, this.clock.now());
     await this.reload();
     return true;
   }

@@ -99,7 +99,6 @@ export type AttemptOutcome =
 export type DeadReason =
   | 'retry_window_exhausted'
   | 'non_retryable_response'
-  | 'destination_disabled'
   | 'destination_deleted';
 
 /** A delivery as the admin API shows it. */
@@ -208,8 +207,8 @@ export interface Store {
   complete(args: { id: number; owner: string; nowMs: number; firstAttemptAtMs: number; attempts: AttemptRecord[]; outcome: AttemptOutcome }): Promise<boolean>;
   /** Returns this owner's leased jobs to the queue at once (graceful stop). */
   releaseLeases(owner: string, nowMs: number): Promise<number>;
-  /** Dead-letters every pending job of a destination (it was deleted or disabled). */
-  abandonPending(destinationId: string, reason: DeadReason, nowMs: number): Promise<number>;
+  /** Dead-letters every pending job of a destination that was deleted (reason `destination_deleted`). */
+  abandonPending(destinationId: string, nowMs: number): Promise<number>;
   /** Queues deliveries that are not tied to a stored event (deletion notices, audience identifies). */
   enqueue(deliveries: NewDelivery[], nowMs: number): Promise<void>;
 

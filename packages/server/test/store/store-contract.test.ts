@@ -161,7 +161,7 @@ for (const backend of backends) {
         await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 1 });
         assert.equal(await store.releaseLeases('w', t0 + 5), 1);
         assert.equal((await store.claim({ destinationId: 'd1', owner: 'x', nowMs: t0 + 5, leaseMs: 1, limit: 5 })).length, 2);
-        assert.equal(await store.abandonPending('d1', 'destination_deleted', t0 + 6), 2);
+        assert.equal(await store.abandonPending('d1', t0 + 6), 2);
         const dead = await store.listDeliveries({ status: 'dead', limit: 5 });
         assert.deepEqual(dead.map((d) => d.deadReason), ['destination_deleted', 'destination_deleted']);
       }));

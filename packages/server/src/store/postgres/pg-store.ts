@@ -17,7 +17,6 @@ import type {
   AttemptRecord,
   AttemptView,
   ClaimedDelivery,
-  DeadReason,
   DeleteNotice,
   DeliveryFilter,
   DeliveryView,
@@ -294,11 +293,12 @@ export class PgStore implements Store {
     return r.rowCount ?? 0;
   }
 
-  async abandonPending(destinationId: string, reason: DeadReason, nowMs: number): Promise<number> {
+  async abandonPending(destinationId: string, nowMs: number): Promise<number> {
     const r = await this.pool.query(
-      `UPDATE deliveries SET status = 'dead', dead_reason = $1, completed_at = $2, lease_owner = NULL, last_error = $3
-       WHERE status = 'pending' AND destination_id = $4`,
-      [reason, nowMs, `the destination was ${reason === 'destination_deleted' ? 'deleted' : 'disabled'}`, destinationId],
+      `UPDATE deliveries SET status = 'dead', dead_reason = 'destination_deleted', completed_at = $1, lease_owner = NULL,
+         last_error = 'the destination was deleted'
+       WHERE status = 'pending' AND destination_id = $2`,
+      [nowMs, destinationId],
     );
     return r.rowCount ?? 0;
   }

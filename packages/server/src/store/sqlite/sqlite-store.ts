@@ -5,7 +5,6 @@ import type { DestinationConfig, SourceConfig } from '../../config/model.js';
 import type {
   AttemptView,
   ClaimedDelivery,
-  DeadReason,
   DeliveryFilter,
   DeliveryView,
   IngestOutcome,
@@ -308,14 +307,14 @@ export class SqliteStore implements Store {
       .run(nowMs, owner).changes;
   }
 
-  async abandonPending(destinationId: string, reason: DeadReason, nowMs: number): Promise<number> {
+  async abandonPending(destinationId: string, nowMs: number): Promise<number> {
     return this.db
       .prepare(
-        `UPDATE deliveries SET status = 'dead', dead_reason = ?, completed_at = ?, lease_owner = NULL,
-           last_error = 'the destination was ' || CASE ? WHEN 'destination_deleted' THEN 'deleted' ELSE 'disabled' END
+        `UPDATE deliveries SET status = 'dead', dead_reason = 'destination_deleted', completed_at = ?, lease_owner = NULL,
+           last_error = 'the destination was deleted'
          WHERE status = 'pending' AND destination_id = ?`,
       )
-      .run(reason, nowMs, reason, destinationId).changes;
+      .run(nowMs, destinationId).changes;
   }
 
   async enqueue(deliveries: NewDelivery[], nowMs: number): Promise<void> {
