@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { defaultProcessSettings } from '../config/defaults.js';
 import { applyEnvironment, loadConfigFile } from '../config/load.js';
+import { redactConfig } from '../config/redact.js';
 import type { FerryConfig } from '../config/model.js';
 import { createFerry, type Ferry } from '../app.js';
 import { PgStore } from '../store/postgres/pg-store.js';
@@ -39,6 +40,7 @@ export async function startFromSettings(
   if (override) config = override(config);
   const store = settings.databaseUrl ? await openPostgres(settings.databaseUrl, settings.databaseSchema) : undefined;
   const ferry = await createFerry({ config, dataDir: settings.dataDir, adminToken: settings.adminToken, store });
+  ferry.logger.debug({ file: settings.configPath, config: redactConfig(config) }, 'configuration in force');
   const url = await ferry.start(settings.port, settings.host);
   return { ferry, url, config };
 }
