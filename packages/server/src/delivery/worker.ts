@@ -154,13 +154,18 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
 
   /**
    * How many jobs a destination may hold leased beyond its busy slots, ready to start the
-   * moment a slot frees (no store round trip between one job and the next). Only when the
-   * lease is long next to one attempt (the defaults: 60 s and 5 s), since a ready job may
-   * wait about one attempt for its slot; otherwise 0, and jobs are claimed only for free slots.
+   * moment a slot frees (no store round trip between one job and the next, and one claim
+   * query for many jobs). The k-th ready job waits at most about ceil(k / slots) attempts for
+   * its slot, and must still finish its own attempt inside the lease; about half of what the
+   * lease would allow is kept as a margin, bounded by `claimBatchSize`. With the defaults (60 s
+   * lease, 5 s timeout, 16 slots) that is 80; with a lease shorter than four attempts, 0, and
+   * jobs are claimed only for free slots.
    */
   private readyLimit(): number {
     const s = this.o.settings;
-    return s.leaseMs >= 4 * s.timeoutMs ? s.perDestinationConcurrency : 0;
+    const attemptsPerLease = Math.floor(s.leaseMs / s.timeoutMs);
+    const waits = Math.floor((attemptsPerLease - 2) / 2);
+    return Math.max(0, Math.min(s.claimBatchSize, s.perDestinationConcurrency * waits));
   }
 
   /**
@@ -172,9 +177,9 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     const { settings } = this.o;
     const readyLimit = this.readyLimit();
     let claimed = 0;
-    // Refill in batches: while a destination holds most of what it may, wait until a
-    // quarter is free, so that one claim query serves several jobs rather than one each.
-    const refillAt = Math.max(1, Math.floor(Math.min(settings.perDestinationConcurrency + readyLimit, settings.claimBatchSize) / 4));
+    // Refill in batches: while a destination holds most of what it may, wait until half of
+    // it is free, so that one claim query serves many jobs rather than one each.
+    const refillAt = Math.max(1, Math.floor(Math.min(settings.perDestinationConcurrency + readyLimit, settings.claimBatchSize) / 2));
     // Start each round at the next destination, so that when slots are scarce the ones late
     // in the list are not always offered what is left.
     const active = this.activeDestinations();
@@ -257,23 +262,31 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   private async process(job: ClaimedDelivery, destination: DestinationConfig): Promise<void> {
     this.inFlight.set(destination.id, (this.inFlight.get(destination.id) ?? 0) + 1);
     this.total++;
-    try {
-      await this.attempt(job, destination);
-    } catch (error) {
-      // The lease will expire and the job comes back: nothing is lost, so log and go on.
-      this.o.logger.error({ err: error, deliveryId: job.id }, 'delivery attempt could not be recorded');
-      this.emit('worker:error', { error });
-    } finally {
+    let released = false;
+    // The slot bounds requests to the endpoint, so it frees as soon as the exchange is over:
+    // recording the outcome (the job stays leased until then) overlaps the next request.
+    const release = (): void => {
+      if (released) return;
+      released = true;
       this.inFlight.set(destination.id, (this.inFlight.get(destination.id) ?? 1) - 1);
       this.total--;
       if (!this.stopped) {
         this.startAllReady();
         this.wake();
       }
+    };
+    try {
+      await this.attempt(job, destination, release);
+    } catch (error) {
+      // The lease will expire and the job comes back: nothing is lost, so log and go on.
+      this.o.logger.error({ err: error, deliveryId: job.id }, 'delivery attempt could not be recorded');
+      this.emit('worker:error', { error });
+    } finally {
+      release();
     }
   }
 
-  private async attempt(job: ClaimedDelivery, destination: DestinationConfig): Promise<void> {
+  private async attempt(job: ClaimedDelivery, destination: DestinationConfig, release: () => void): Promise<void> {
     const { clock, settings, sender, logger } = this.o;
     const startedAtMs = clock.now();
     const firstAttemptAtMs = job.firstAttemptAtMs ?? startedAtMs;
@@ -284,6 +297,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
         sender.send({ url: entry.url, headers: webhookHeaders(entry, signature), body, timeoutMs: settings.timeoutMs }),
       ),
     );
+    release();
     const nowMs = clock.now();
     const outcome: AttemptOutcome = decideOutcome({
       results,

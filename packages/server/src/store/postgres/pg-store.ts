@@ -28,6 +28,7 @@ import type {
   Store,
   StoreStats,
 } from '../store.js';
+import { Batcher } from '../../util/batcher.js';
 import { migrations } from './migrations/index.js';
 
 /** Options of the PostgreSQL store. */
@@ -57,30 +58,43 @@ const schemaName = /^[a-z_][a-z0-9_]*$/;
 export class PgStore implements Store {
   readonly kind = 'postgres' as const;
   private readonly pool: pg.Pool;
+  /**
+   * Connections for delivery bookkeeping (claims and completions), which commit without
+   * waiting for the WAL flush (`synchronous_commit = off`): nobody is answered on them, and a
+   * database crash that loses the last of them only sends those jobs again (delivery is at
+   * least once). Ingestion and everything else keeps full durability on {@link pool}.
+   */
+  private readonly bookkeeping: pg.Pool;
+  /** Completions of many jobs go to the server as one statement (group completion). */
+  private readonly completions = new Batcher<CompletionInput, boolean>((items) => this.completeMany(items), { maxBatch: 500, parallel: 1 });
 
-  private constructor(pool: pg.Pool) {
+  private constructor(pool: pg.Pool, bookkeeping: pg.Pool) {
     this.pool = pool;
+    this.bookkeeping = bookkeeping;
   }
 
   /** Connects, creates the schema if needed, and applies pending migrations. */
   static async open(options: PgStoreOptions): Promise<PgStore> {
     const schema = options.schema ?? 'public';
     if (!schemaName.test(schema)) throw new Error(`invalid schema name ${JSON.stringify(schema)}`);
-    const pool = new pg.Pool({
+    const poolOptions = (max: number, settings: string): pg.PoolConfig => ({
       connectionString: options.connectionString,
-      max: options.poolSize ?? 10,
-      options: `-c search_path=${schema}`,
+      max,
+      options: `-c search_path=${schema}${settings}`,
       types: typeParsers,
       // A server that is down or unreachable must fail a request (503) rather than hang it.
       connectionTimeoutMillis: 5000,
     });
+    const pool = new pg.Pool(poolOptions(options.poolSize ?? 10, ''));
+    const bookkeeping = new pg.Pool(poolOptions(3, ' -c synchronous_commit=off'));
     // An idle client's error (e.g. the server restarted) must not crash the process; the next query reconnects.
     pool.on('error', () => {});
-    const store = new PgStore(pool);
+    bookkeeping.on('error', () => {});
+    const store = new PgStore(pool, bookkeeping);
     try {
       await store.migrate(schema);
     } catch (error) {
-      await pool.end();
+      await Promise.all([pool.end(), bookkeeping.end()]);
       throw error;
     }
     return store;
@@ -228,7 +242,7 @@ export class PgStore implements Store {
   }
 
   async claim(args: { destinationId: string; owner: string; nowMs: number; leaseMs: number; limit: number }): Promise<ClaimedDelivery[]> {
-    const { rows } = await this.pool.query<ClaimRow>(
+    const { rows } = await this.bookkeeping.query<ClaimRow>(
       `UPDATE deliveries SET lease_owner = $1, next_attempt_at = $2
        WHERE id IN (
          SELECT id FROM deliveries
@@ -241,51 +255,60 @@ export class PgStore implements Store {
     return rows.sort((a, b) => a.id - b.id).map(toClaimed);
   }
 
-  async complete(args: { id: number; owner: string; nowMs: number; firstAttemptAtMs: number; attempts: AttemptRecord[]; outcome: AttemptOutcome }): Promise<boolean> {
-    // One statement, so one round trip and atomic without BEGIN/COMMIT: the outcome and the
-    // attempt log. A lost lease still logs what was sent; a delivery purged meanwhile (a
-    // deletion request) keeps nothing, since a response body may echo the user's data.
-    const o = args.outcome;
-    const a = args.attempts;
-    const params: unknown[] = [
-      args.id,
-      args.owner,
-      args.firstAttemptAtMs,
-      a.map((x) => x.url),
-      a.map((x) => x.startedAtMs),
-      a.map((x) => x.latencyMs),
-      a.map((x) => x.statusCode),
-      a.map((x) => x.errorClass),
-      a.map((x) => x.errorMessage),
-      a.map((x) => x.responseBody),
-      a.map((x) => x.trigger),
-    ];
-    const common = `attempt_count = attempt_count + 1, first_attempt_at = $3, lease_owner = NULL, trigger = 'scheduled'`;
-    let set: string;
-    if (o.status === 'succeeded') {
-      params.push(args.nowMs);
-      set = `status = 'succeeded', ${common}, completed_at = $12, last_error = NULL`;
-    } else if (o.status === 'pending') {
-      params.push(o.nextAttemptAtMs, o.lastError);
-      set = `${common}, next_attempt_at = $12, last_error = $13`;
-    } else {
-      params.push(args.nowMs, o.reason, o.lastError);
-      set = `status = 'dead', ${common}, completed_at = $12, dead_reason = $13, last_error = $14`;
-    }
-    const { rows } = await this.pool.query<{ updated: number }>(
-      `WITH updated AS (
-         UPDATE deliveries SET ${set} WHERE id = $1 AND lease_owner = $2 AND status = 'pending' RETURNING id
+  complete(args: CompletionInput): Promise<boolean> {
+    return this.completions.add(args);
+  }
+
+  /**
+   * Records the outcomes of many jobs in one statement, so one round trip and atomic without
+   * BEGIN/COMMIT: each job's new state and its attempt log. A job whose lease was lost still
+   * logs what was sent; a delivery purged meanwhile (a deletion request) keeps nothing, since
+   * a response body may echo the user's data.
+   */
+  private async completeMany(items: CompletionInput[]): Promise<boolean[]> {
+    const attempts = items.flatMap((c) => c.attempts.map((a) => ({ id: c.id, ...a })));
+    const o = items.map((c) => c.outcome);
+    const { rows } = await this.bookkeeping.query<{ id: number }>(
+      `WITH x AS (
+         SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[], $7::text[], $8::text[])
+           AS x(id, owner, first_at, status, next_at, completed_at, reason, last_error)
+       ), updated AS (
+         UPDATE deliveries d SET status = x.status, attempt_count = d.attempt_count + 1, first_attempt_at = x.first_at,
+           next_attempt_at = COALESCE(x.next_at, d.next_attempt_at), completed_at = x.completed_at, dead_reason = x.reason,
+           last_error = x.last_error, lease_owner = NULL, trigger = 'scheduled'
+         FROM x WHERE d.id = x.id AND d.lease_owner = x.owner AND d.status = 'pending'
+         RETURNING d.id
        ), logged AS (
          INSERT INTO attempts (delivery_id, url, started_at, latency_ms, status_code, error_class, error_message, response_body, trigger)
-         SELECT $1, u, s, l, c, e, m, r, t FROM unnest($4::text[], $5::bigint[], $6::int[], $7::int[], $8::text[], $9::text[], $10::text[], $11::text[])
-           AS x(u, s, l, c, e, m, r, t)
-         WHERE EXISTS (SELECT 1 FROM deliveries WHERE id = $1)
-         RETURNING 1
+         SELECT i, u, s, l, c, e, m, r, t
+         FROM unnest($9::bigint[], $10::text[], $11::bigint[], $12::int[], $13::int[], $14::text[], $15::text[], $16::text[], $17::text[])
+           WITH ORDINALITY AS a(i, u, s, l, c, e, m, r, t, n)
+         WHERE EXISTS (SELECT 1 FROM deliveries WHERE id = a.i)
+         ORDER BY n
        )
-       SELECT (SELECT COUNT(*) FROM updated)::int AS updated, (SELECT COUNT(*) FROM logged)::int AS logged`,
-      params,
+       SELECT id FROM updated`,
+      [
+        items.map((c) => c.id),
+        items.map((c) => c.owner),
+        items.map((c) => c.firstAttemptAtMs),
+        o.map((x) => x.status),
+        o.map((x) => (x.status === 'pending' ? x.nextAttemptAtMs : null)),
+        items.map((c) => (c.outcome.status === 'pending' ? null : c.nowMs)),
+        o.map((x) => (x.status === 'dead' ? x.reason : null)),
+        o.map((x) => (x.status === 'succeeded' ? null : x.lastError)),
+        attempts.map((a) => a.id),
+        attempts.map((a) => a.url),
+        attempts.map((a) => a.startedAtMs),
+        attempts.map((a) => a.latencyMs),
+        attempts.map((a) => a.statusCode),
+        attempts.map((a) => a.errorClass),
+        attempts.map((a) => a.errorMessage),
+        attempts.map((a) => a.responseBody),
+        attempts.map((a) => a.trigger),
+      ],
     );
-    return rows[0]?.updated === 1;
+    const kept = new Set(rows.map((r) => r.id));
+    return items.map((c) => kept.has(c.id));
   }
 
   async releaseLeases(owner: string, nowMs: number): Promise<number> {
@@ -479,9 +502,14 @@ export class PgStore implements Store {
   }
 
   async close(): Promise<void> {
-    await this.pool.end();
+    // Completions already handed in still reach the database: their jobs were sent.
+    await this.completions.drained();
+    await Promise.all([this.pool.end(), this.bookkeeping.end()]);
   }
 }
+
+/** What {@link PgStore.complete} records for one job. */
+type CompletionInput = Parameters<Store['complete']>[0];
 
 async function insertLoose(db: pg.Pool | pg.PoolClient, d: readonly NewDelivery[], nowMs: number): Promise<void> {
   await db.query(

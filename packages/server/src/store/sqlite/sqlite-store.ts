@@ -38,13 +38,27 @@ export interface SqliteStoreOptions {
   path: string;
 }
 
+/**
+ * When queued work must commit. `durable`: a caller is told "stored" once it commits
+ * (ingestion), so the commit is fsynced, at the end of this turn of the event loop. `prompt`:
+ * at the end of this turn, without an fsync of its own. `deferred`: within
+ * {@link DEFER_MS} (sooner if other work flushes first): delivery bookkeeping, which nobody
+ * answers a client on, gains far more from sharing a commit with many others than it loses
+ * by waiting a moment.
+ */
+type CommitMode = 'durable' | 'prompt' | 'deferred';
+
 interface PendingWork {
   run: () => unknown;
-  /** Whether a caller is told "stored" once this commits (ingestion): such a commit is fsynced. */
-  durable: boolean;
+  mode: CommitMode;
   resolve: (value: any) => void;
   reject: (error: unknown) => void;
 }
+
+/** Longest wait of deferred work for its commit. */
+const DEFER_MS = 2;
+/** Deferred work commits at the end of the turn once this much of it is queued. */
+const DEFER_LIMIT = 256;
 
 
 /**
@@ -56,7 +70,8 @@ export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   private readonly db: Database.Database;
   private pending: PendingWork[] = [];
-  private flushScheduled = false;
+  private flushImmediate: NodeJS.Immediate | undefined;
+  private flushTimer: NodeJS.Timeout | undefined;
   private readonly stmts;
   /** Runs a function in a savepoint of the open transaction; made once (better-sqlite3 builds a wrapper per `transaction()` call). */
   private readonly inSavepoint: (run: () => unknown) => unknown;
@@ -166,26 +181,29 @@ export class SqliteStore implements Store {
 
   ingest(write: IngestWrite): Promise<IngestOutcome> {
     // Only accepted events need an fsync before the answer; a write of rejections alone does not.
-    return this.inGroupCommit(() => this.applyWrite(write), write.events.length > 0);
+    return this.inGroupCommit(() => this.applyWrite(write), write.events.length > 0 ? 'durable' : 'prompt');
   }
 
   /**
    * Queues work for the next group commit: all work queued during one turn of the event loop
-   * runs in one transaction, so concurrent requests share one fsync. Each item runs in its own
+   * (and deferred work of the last few ms) runs in one transaction, so concurrent requests
+   * share one fsync and hot pages are written to the WAL once. Each item runs in its own
    * savepoint, so an item that throws is rolled back and rejected alone.
    */
-  private inGroupCommit<T>(run: () => T, durable: boolean): Promise<T> {
+  private inGroupCommit<T>(run: () => T, mode: CommitMode): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.pending.push({ run, durable, resolve, reject });
-      if (!this.flushScheduled) {
-        this.flushScheduled = true;
-        setImmediate(() => this.flushGroup());
-      }
+      this.pending.push({ run, mode, resolve, reject });
+      if (this.flushImmediate) return;
+      if (mode !== 'deferred' || this.pending.length >= DEFER_LIMIT) this.flushImmediate = setImmediate(() => this.flushGroup());
+      else this.flushTimer ??= setTimeout(() => this.flushGroup(), DEFER_MS);
     });
   }
 
   private flushGroup(): void {
-    this.flushScheduled = false;
+    if (this.flushImmediate) clearImmediate(this.flushImmediate);
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushImmediate = undefined;
+    this.flushTimer = undefined;
     const group = this.pending;
     this.pending = [];
     if (group.length === 0 || !this.db.open) {
@@ -194,7 +212,7 @@ export class SqliteStore implements Store {
     }
     let results: ({ ok: true; value: unknown } | { ok: false; error: unknown })[];
     // In WAL mode a FULL commit's fsync also covers every NORMAL commit before it.
-    const durable = group.some((p) => p.durable);
+    const durable = group.some((p) => p.mode === 'durable');
     try {
       if (durable) this.syncFull.run();
       results = this.runGroup(group);
@@ -264,15 +282,18 @@ export class SqliteStore implements Store {
     return due;
   }
 
-  async claim(args: { destinationId: string; owner: string; nowMs: number; leaseMs: number; limit: number }): Promise<ClaimedDelivery[]> {
-    const rows = this.stmts.claim.all({
-      owner: args.owner,
-      leaseUntil: args.nowMs + args.leaseMs,
-      destinationId: args.destinationId,
-      nowMs: args.nowMs,
-      limit: args.limit,
-    }) as ClaimRow[];
-    return rows.map(toClaimed);
+  claim(args: { destinationId: string; owner: string; nowMs: number; leaseMs: number; limit: number }): Promise<ClaimedDelivery[]> {
+    // In the group commit with the completions that freed the room: one WAL write for both.
+    return this.inGroupCommit(() => {
+      const rows = this.stmts.claim.all({
+        owner: args.owner,
+        leaseUntil: args.nowMs + args.leaseMs,
+        destinationId: args.destinationId,
+        nowMs: args.nowMs,
+        limit: args.limit,
+      }) as ClaimRow[];
+      return rows.map(toClaimed);
+    }, 'deferred');
   }
 
   async complete(args: {
@@ -298,7 +319,7 @@ export class SqliteStore implements Store {
       if (kept || this.stmts.deliveryExists.get(args.id) !== undefined)
         for (const a of args.attempts) this.stmts.insertAttempt.run({ deliveryId: args.id, ...a });
       return kept;
-    }, false);
+    }, 'deferred');
   }
 
   async releaseLeases(owner: string, nowMs: number): Promise<number> {

@@ -1,0 +1,68 @@
+/**
+ * Gathers single calls into batches for a store that pays per round trip: while one batch is
+ * under way, the calls that arrive meanwhile wait and go together in the next. The batch size
+ * follows the load by itself: one call at a time when idle, many under load, with no timer.
+ */
+export class Batcher<I, R> {
+  private queue: { item: I; resolve: (r: R) => void; reject: (e: unknown) => void }[] = [];
+  private running = 0;
+  private scheduled = false;
+  private readonly idle = new Set<() => void>();
+
+  /**
+   * @param run Runs one batch; resolves with one result per item, in order. A rejection fails
+   *   every item of that batch.
+   * @param options `maxBatch`: most items per batch. `parallel`: batches under way at once.
+   */
+  constructor(
+    private readonly run: (items: I[]) => Promise<R[]>,
+    private readonly options: { maxBatch: number; parallel: number },
+  ) {}
+
+  /** Queues one item; resolves with its result once its batch has run. */
+  add(item: I): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      this.queue.push({ item, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  /** Resolves once nothing is queued or under way. */
+  drained(): Promise<void> {
+    if (this.queue.length === 0 && this.running === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idle.add(resolve));
+  }
+
+  /** At the end of this turn, so that the calls of one turn share a batch. */
+  private schedule(): void {
+    if (this.scheduled || this.running >= this.options.parallel) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    while (this.queue.length > 0 && this.running < this.options.parallel) {
+      const batch = this.queue.splice(0, this.options.maxBatch);
+      this.running++;
+      let results: Promise<R[]>;
+      try {
+        results = this.run(batch.map((b) => b.item));
+      } catch (error) {
+        results = Promise.reject(error);
+      }
+      void results
+        .then(
+          (values) => batch.forEach((b, i) => b.resolve(values[i]!)),
+          (error: unknown) => batch.forEach((b) => b.reject(error)),
+        )
+        .finally(() => {
+          this.running--;
+          if (this.queue.length > 0) this.flush();
+          else if (this.running === 0) for (const resolve of this.idle) (this.idle.delete(resolve), resolve());
+        });
+    }
+  }
+}
