@@ -4,7 +4,6 @@
  * bounded read of the response body for the attempt log.
  */
 import { isIP } from 'node:net';
-import type { Readable } from 'node:stream';
 import { rootCertificates } from 'node:tls';
 import { Agent, type Dispatcher } from 'undici';
 import { systemClock, type Clock } from '../../util/clock.js';
@@ -130,43 +129,7 @@ export function createHttpSender(options: HttpSenderOptions): WebhookSender {
     if (typeof target === 'string') return fail('invalid_url', target);
     if (target.refusal !== undefined) return fail('ssrf', `refused to connect to ${target.address}: ${target.refusal}`);
 
-    const signal = new TimeoutSignal();
-    const timer = setTimeout(() => signal.abort(), request.timeoutMs);
-
-    let response: Dispatcher.ResponseData;
-    try {
-      response = await agent.request({
-        origin: target.origin,
-        path: target.path,
-        method: 'POST',
-        headers: transportHeaders(request.headers),
-        body: request.body,
-        signal,
-        headersTimeout: request.timeoutMs,
-      });
-    } catch (error) {
-      if (signal.aborted) return fail('timeout', `no response head within ${request.timeoutMs} ms`);
-      return fail(classify(error), describe(error));
-    } finally {
-      clearTimeout(timer);
-    }
-
-    const latencyMs = clock.now() - startedAtMs;
-    const { statusCode, headers } = response;
-    const head = await readResponseHead(response.body, Math.min(RESPONSE_BODY_WAIT_MS, request.timeoutMs));
-    const result: SendResult = { url: request.url, startedAtMs, latencyMs, statusCode };
-    if (head.length > 0) result.responseBody = head;
-    const retryAfterMs = parseRetryAfter(firstValue(headers['retry-after']), clock.now());
-    if (retryAfterMs !== undefined) result.retryAfterMs = retryAfterMs;
-    if (statusCode < 200 || statusCode > 299) {
-      result.errorClass = 'http';
-      const location = firstValue(headers['location']);
-      result.errorMessage =
-        statusCode >= 300 && statusCode < 400
-          ? `HTTP ${statusCode}: redirect${location ? ` to ${location}` : ''} not followed`
-          : `HTTP ${statusCode}`;
-    }
-    return result;
+    return exchange(agent, target, request, startedAtMs, clock);
   }
 
   return {
@@ -235,37 +198,6 @@ class TargetCache {
   }
 }
 
-/**
- * The smallest abort signal undici accepts (an emitter with `on`/`once`/`removeListener`
- * and `aborted`): an AbortController and its EventTarget cost more than the rest of a
- * request's bookkeeping, and one request has one listener at most.
- */
-class TimeoutSignal {
-  aborted = false;
-  reason: Error | undefined;
-  private listener: (() => void) | undefined;
-
-  on(_event: 'abort', listener: () => void): this {
-    this.listener = listener;
-    return this;
-  }
-  once(event: 'abort', listener: () => void): this {
-    return this.on(event, listener);
-  }
-  removeListener(_event: 'abort', listener: () => void): this {
-    if (this.listener === listener) this.listener = undefined;
-    return this;
-  }
-  abort(): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.reason = Object.assign(new Error('the response head did not arrive in time'), { name: 'TimeoutError', code: 'ETIMEDOUT' });
-    const listener = this.listener;
-    this.listener = undefined;
-    listener?.();
-  }
-}
-
 /** The URL to request, or why it cannot be requested. */
 function parseTarget(raw: string): Target | string {
   let url: URL;
@@ -294,47 +226,126 @@ function transportHeaders(headers: Record<string, string>): Record<string, strin
 const utf8 = new TextDecoder('utf-8');
 
 /**
- * Reads up to {@link RESPONSE_BODY_LIMIT_BYTES} of the body, then discards a bounded amount
- * more so the connection can be reused; gives up (dropping the socket) after `waitMs`, so a
- * receiver that trickles its body cannot hold a worker.
+ * One request through undici's handler interface, the layer under `request()`: no response
+ * stream, promise or header object is built for a response that needs none (a 2xx needs
+ * neither its headers nor more than 1 KB of its body). Resolves, never rejects.
+ *
+ * Deadlines: the response head within `timeoutMs` of the start (queueing for a connection
+ * included); then up to 1 KB of body is kept and up to 64 KB more discarded so the
+ * connection can be reused, within {@link RESPONSE_BODY_WAIT_MS} (capped by `timeoutMs`);
+ * past either limit the socket is dropped, so a receiver that trickles cannot hold a worker.
  */
-function readResponseHead(body: Readable, waitMs: number): Promise<string> {
-  return new Promise((resolve) => {
+function exchange(agent: Dispatcher, target: CachedTarget, request: SendRequest, startedAtMs: number, clock: Clock): Promise<SendResult> {
+  return new Promise<SendResult>((resolve) => {
+    let abort: ((reason: Error) => void) | undefined;
+    let statusCode: number | undefined;
+    let latencyMs = 0;
+    let rawHeaders: Buffer[] | undefined;
     const kept: Buffer[] = [];
     let keptBytes = 0;
     let seenBytes = 0;
     let done = false;
+    let timedOut = false;
+
     const finish = (): void => {
       if (done) return;
       done = true;
       clearTimeout(timer);
-      // stream: true holds back a multi-byte character cut at the limit instead of emitting U+FFFD;
-      // the final decode() then drops what was held back, so the shared decoder starts clean.
-      const text = utf8.decode(Buffer.concat(kept, keptBytes), { stream: true });
-      utf8.decode();
-      resolve(text);
+      if (statusCode === undefined) return;
+      const result: SendResult = { url: request.url, startedAtMs, latencyMs, statusCode };
+      if (keptBytes > 0) {
+        // stream: true holds back a multi-byte character cut at the limit instead of emitting
+        // U+FFFD; the final decode() then drops what was held back, so the decoder starts clean.
+        const text = utf8.decode(Buffer.concat(kept, keptBytes), { stream: true });
+        utf8.decode();
+        if (text.length > 0) result.responseBody = text;
+      }
+      if (statusCode < 200 || statusCode > 299) {
+        const retryAfterMs = parseRetryAfter(headerValue(rawHeaders, 'retry-after'), clock.now());
+        if (retryAfterMs !== undefined) result.retryAfterMs = retryAfterMs;
+        result.errorClass = 'http';
+        const location = headerValue(rawHeaders, 'location');
+        result.errorMessage =
+          statusCode >= 300 && statusCode < 400 ? `HTTP ${statusCode}: redirect${location ? ` to ${location}` : ''} not followed` : `HTTP ${statusCode}`;
+      }
+      resolve(result);
     };
-    const timer = setTimeout(() => {
-      body.destroy();
-      finish();
-    }, waitMs);
-    body.on('data', (chunk: Buffer) => {
-      seenBytes += chunk.length;
-      if (keptBytes < RESPONSE_BODY_LIMIT_BYTES) {
-        const part = chunk.subarray(0, RESPONSE_BODY_LIMIT_BYTES - keptBytes);
-        kept.push(Buffer.from(part));
-        keptBytes += part.length;
-      }
-      if (seenBytes > RESPONSE_BODY_LIMIT_BYTES + RESPONSE_DRAIN_LIMIT_BYTES) {
-        body.destroy();
-        finish();
-      }
-    });
-    body.on('end', finish);
-    body.on('close', finish);
-    // Errors after the head do not change the outcome: the status already arrived.
-    body.on('error', finish);
+    const fail = (errorClass: ErrorClass, errorMessage: string): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve({ url: request.url, startedAtMs, latencyMs: clock.now() - startedAtMs, errorClass, errorMessage });
+    };
+    const giveUp = (): void => {
+      timedOut = true;
+      // Before the head this is a timeout; after it the status stands and the socket goes.
+      if (statusCode === undefined) fail('timeout', `no response head within ${request.timeoutMs} ms`);
+      else finish();
+      abort?.(Object.assign(new Error('the webhook exchange ran out of time'), { name: 'TimeoutError', code: 'ETIMEDOUT' }));
+    };
+    let timer = setTimeout(giveUp, request.timeoutMs);
+
+    agent.dispatch(
+      {
+        origin: target.origin,
+        path: target.path,
+        method: 'POST',
+        headers: transportHeaders(request.headers),
+        body: request.body,
+        headersTimeout: request.timeoutMs,
+      },
+      {
+        onConnect(abortRequest: (reason: Error) => void) {
+          abort = abortRequest;
+          if (timedOut) abortRequest(new Error('the webhook exchange ran out of time'));
+        },
+        onHeaders(code: number, headers: Buffer[]) {
+          statusCode = code;
+          rawHeaders = headers;
+          latencyMs = clock.now() - startedAtMs;
+          clearTimeout(timer);
+          // A small body usually arrives with the head, in the same parser pass: the body's
+          // own deadline is only set if it is still missing once that pass is over.
+          queueMicrotask(() => {
+            if (!done) timer = setTimeout(giveUp, Math.min(RESPONSE_BODY_WAIT_MS, request.timeoutMs));
+          });
+          return true;
+        },
+        onData(chunk: Buffer) {
+          seenBytes += chunk.length;
+          if (keptBytes < RESPONSE_BODY_LIMIT_BYTES) {
+            const part = chunk.subarray(0, RESPONSE_BODY_LIMIT_BYTES - keptBytes);
+            kept.push(Buffer.from(part));
+            keptBytes += part.length;
+          }
+          if (seenBytes > RESPONSE_BODY_LIMIT_BYTES + RESPONSE_DRAIN_LIMIT_BYTES) {
+            finish();
+            abort?.(new Error('response body too large to drain'));
+            return false;
+          }
+          return true;
+        },
+        onComplete() {
+          finish();
+        },
+        onError(error: Error) {
+          // Errors after the head do not change the outcome: the status already arrived.
+          if (statusCode !== undefined) return finish();
+          fail(classify(error), describe(error));
+        },
+      } as unknown as Dispatcher.DispatchHandler,
+    );
   });
+}
+
+/** The first value of a response header, from undici's raw [name, value, ...] list. */
+function headerValue(raw: Buffer[] | undefined, name: string): string | undefined {
+  if (!raw) return undefined;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const key = raw[i]!;
+    if (key.length === name.length && key.toString('latin1').toLowerCase() === name) return raw[i + 1]!.toString('latin1');
+  }
+  return undefined;
 }
 
 /**
@@ -376,8 +387,4 @@ function describe(error: unknown): string {
   const code = (error as { code?: unknown }).code;
   const message = error.message || (error instanceof AggregateError ? error.errors.map(describe).join('; ') : error.name);
   return typeof code === 'string' && !message.includes(code) ? `${code}: ${message}` : message;
-}
-
-function firstValue(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
 }
