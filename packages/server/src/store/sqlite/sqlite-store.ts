@@ -56,7 +56,7 @@ interface PendingWork {
 }
 
 /** Longest wait of deferred work for its commit. */
-const DEFER_MS = 2;
+const DEFER_MS = 5;
 /** Deferred work commits at the end of the turn once this much of it is queued. */
 const DEFER_LIMIT = 256;
 
@@ -283,7 +283,8 @@ export class SqliteStore implements Store {
   }
 
   claim(args: { destinationId: string; owner: string; nowMs: number; leaseMs: number; limit: number }): Promise<ClaimedDelivery[]> {
-    // In the group commit with the completions that freed the room: one WAL write for both.
+    // At the end of this turn (the worker waits for it), in one commit with the completions
+    // queued so far: one WAL write for both.
     return this.inGroupCommit(() => {
       const rows = this.stmts.claim.all({
         owner: args.owner,
@@ -293,7 +294,7 @@ export class SqliteStore implements Store {
         limit: args.limit,
       }) as ClaimRow[];
       return rows.map(toClaimed);
-    }, 'deferred');
+    }, 'prompt');
   }
 
   async complete(args: {
