@@ -284,6 +284,27 @@ describe('delivery decisions', () => {
     assert.equal((await deliveries(ferry, 'pending')).length, 0);
   });
 
+  test('with the default lease and timeout a destination holds 80 jobs ready beyond its 16 busy slots', async () => {
+    const clock = new ManualClock();
+    const slow = await startReceiver('hang');
+    try {
+      const config = testConfig([webhooksDestination('hooks', [slow.url])], {
+        delivery: { ...delivery, timeoutMs: 5000, leaseMs: 60_000, perDestinationConcurrency: 16, concurrency: 64, claimBatchSize: 100 },
+      });
+      ferry = await startFerry(config, { clock, deliver: false });
+      await ferry.send('/v1/batch', { batch: Array.from({ length: 120 }, (_, i) => ({ type: 'track', userId: `u${i}`, event: 'E' })) });
+      await ferry.ferry.worker.tick();
+      await slow.waitFor(16);
+      const pending = await deliveries(ferry, 'pending');
+      const leased = pending.filter((d) => Date.parse(d.nextAttemptAt) === clock.now() + 60_000);
+      assert.equal(leased.length, 96, '16 sending and 80 ready, claimed in one round');
+      assert.equal(slow.requests.length, 16, 'no more requests than slots');
+    } finally {
+      // Dropping the hanging requests lets the stop below finish without waiting for timeouts.
+      await slow.close();
+    }
+  });
+
   test('when slots are scarce, claim rounds take turns among destinations', async () => {
     const clock = new ManualClock();
     const urls = ['x', 'y', 'z'].map((p) => `${a.url}/${p}`);
