@@ -12,7 +12,13 @@
  * `--rate`. Median of `--runs`
  * runs of `--seconds` each (default 3 x 15 s).
  *
- *   npx tsx bench/server/end-to-end.ts [--rate 2000] [--seconds 15] [--runs 3]
+ * The server starts cold for each run, and its first second or two (JIT compilation, the
+ * first connections to the receiver) put a tail of a few hundred ms on the events of that
+ * moment alone. The headline p50/p99 is therefore the steady state: events acknowledged
+ * after the first `--warmup-s` seconds (default 2); the p99 of every event is reported
+ * beside it.
+ *
+ *   npx tsx bench/server/end-to-end.ts [--rate 2000] [--seconds 15] [--runs 3] [--warmup-s 2]
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,8 +27,12 @@ import { ensureStore, flag, log, median, numFlag, percentile, printTable, remove
 
 export interface EndToEndSummary {
   rate: number;
+  /** Steady state: events acknowledged after the warm-up. */
   p50Ms: number;
   p99Ms: number;
+  /** Every event of the run, the warm-up included (a cold process: JIT, first connections). */
+  allP99Ms: number;
+  warmupS: number;
   ingestP50Ms: number;
   ingestP99Ms: number;
   delivered: boolean;
@@ -41,7 +51,7 @@ export function halfSustainableRate(): number | undefined {
   return Math.max(100, Math.floor(1 / (1 / i + 1 / d) / 2 / 100) * 100);
 }
 
-export async function runEndToEnd(opts: { rate: number; seconds: number; runs: number }): Promise<EndToEndSummary> {
+export async function runEndToEnd(opts: { rate: number; seconds: number; runs: number; warmupS: number }): Promise<EndToEndSummary> {
   await ensureStore();
   const runs: any[] = [];
   for (let r = 1; r <= opts.runs; r++) {
@@ -62,23 +72,30 @@ export async function runEndToEnd(opts: { rate: number; seconds: number; runs: n
       const { arrivals } = (await receiver.ask({ cmd: 'arrivals' })) as { arrivals: [string, number][] };
       const ackAt = new Map<number, number>(load.acks.map((a: [number, number, number]) => [a[0], a[2]]));
       const latencies: number[] = [];
+      const all: number[] = [];
+      const steadyFrom = (load.acks[0]?.[2] ?? 0) + opts.warmupS * 1000;
       const seen = new Set<string>();
       for (const [id, at] of arrivals) {
         if (seen.has(id)) continue; // at least once: count the first arrival
         seen.add(id);
         const n = Number(id.slice(prefix.length + 1, id.lastIndexOf('-')));
         const ack = ackAt.get(n);
-        if (ack !== undefined) latencies.push(at - ack);
+        if (ack === undefined) continue;
+        all.push(at - ack);
+        if (ack >= steadyFrom) latencies.push(at - ack);
       }
       latencies.sort((a, b) => a - b);
+      all.sort((a, b) => a - b);
       const ingest = load.acks.map((a: [number, number, number]) => a[2] - a[1]).sort((a: number, b: number) => a - b);
       runs.push({
         offered: load.sentBatches * 100,
         acked,
         failedBatches: load.failed,
         arrived: stats.count,
-        matched: latencies.length,
+        matched: all.length,
+        steady: latencies.length,
         e2eMs: { p50: round(percentile(latencies, 50), 1), p99: round(percentile(latencies, 99), 1), max: round(latencies.at(-1) ?? NaN, 1) },
+        allMs: { p50: round(percentile(all, 50), 1), p99: round(percentile(all, 99), 1), max: round(all.at(-1) ?? NaN, 1) },
         ingestMs: { p50: round(percentile(ingest, 50), 1), p99: round(percentile(ingest, 99), 1) },
       });
     } finally {
@@ -92,6 +109,8 @@ export async function runEndToEnd(opts: { rate: number; seconds: number; runs: n
     rate: opts.rate,
     p50Ms: med((x) => x.e2eMs.p50),
     p99Ms: med((x) => x.e2eMs.p99),
+    allP99Ms: med((x) => x.allMs.p99),
+    warmupS: opts.warmupS,
     ingestP50Ms: med((x) => x.ingestMs.p50),
     ingestP99Ms: med((x) => x.ingestMs.p99),
     delivered: runs.every((x) => x.matched >= x.acked && x.failedBatches === 0),
@@ -101,7 +120,8 @@ export async function runEndToEnd(opts: { rate: number; seconds: number; runs: n
     ['measure', 'p50 ms', 'p99 ms', 'notes'],
     [
       ['ingestion request -> 200', summary.ingestP50Ms, summary.ingestP99Ms, `${med((x) => x.acked)} events acknowledged per run`],
-      ['200 -> receiver arrival', summary.p50Ms, summary.p99Ms, `every acknowledged event delivered: ${summary.delivered}; max ${med((x) => x.e2eMs.max)} ms`],
+      ['200 -> receiver arrival', summary.p50Ms, summary.p99Ms, `after the first ${opts.warmupS} s; every acknowledged event delivered: ${summary.delivered}; max ${med((x) => x.e2eMs.max)} ms`],
+      ['  the same, every event', med((x) => x.allMs.p50), summary.allP99Ms, `warm-up included; max ${med((x) => x.allMs.max)} ms`],
     ],
   );
   const path = writeResults('end-to-end', { settings: opts, summary, runs });
@@ -111,5 +131,5 @@ export async function runEndToEnd(opts: { rate: number; seconds: number; runs: n
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const rate = flag('rate') !== undefined ? numFlag('rate', 2000) : (halfSustainableRate() ?? 2000);
-  await runEndToEnd({ rate, seconds: numFlag('seconds', 15), runs: numFlag('runs', 3) });
+  await runEndToEnd({ rate, seconds: numFlag('seconds', 15), runs: numFlag('runs', 3), warmupS: numFlag('warmup-s', 2) });
 }
