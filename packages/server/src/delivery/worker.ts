@@ -153,29 +153,37 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   }
 
   /**
-   * How many jobs a destination may hold leased beyond its busy slots, ready to start the
-   * moment a slot frees (no store round trip between one job and the next, and one claim
-   * query for many jobs). The k-th ready job waits at most about ceil(k / slots) attempts for
-   * its slot, and must still finish its own attempt inside the lease; about half of what the
-   * lease would allow is kept as a margin, bounded by `claimBatchSize`. With the defaults (60 s
-   * lease, 5 s timeout, 16 slots) that is 80; with a lease shorter than four attempts, 0, and
-   * jobs are claimed only for free slots.
+   * How many jobs may be held leased beyond the busy slots, ready to start the moment a slot
+   * frees (no store round trip between one job and the next, and one claim query for many
+   * jobs). The k-th ready job of a destination waits at most about ceil(k / slots) attempts
+   * for its slot, and must still finish its own attempt inside the lease; about half of what
+   * the lease would allow is kept as a margin. Per destination that is bounded by its slots
+   * and by `claimBatchSize`; over all destinations, by the global slots, which ready jobs of
+   * different destinations also wait for. With the defaults (60 s lease, 5 s timeout, 16 and
+   * 64 slots): 80 per destination, 320 in all. With a lease shorter than four attempts, 0,
+   * and jobs are claimed only for free slots.
    */
-  private readyLimit(): number {
+  private readyLimits(): { perDestination: number; total: number } {
     const s = this.o.settings;
-    const attemptsPerLease = Math.floor(s.leaseMs / s.timeoutMs);
-    const waits = Math.floor((attemptsPerLease - 2) / 2);
-    return Math.max(0, Math.min(s.claimBatchSize, s.perDestinationConcurrency * waits));
+    const waits = Math.max(0, Math.floor((Math.floor(s.leaseMs / s.timeoutMs) - 2) / 2));
+    return { perDestination: Math.min(s.claimBatchSize, s.perDestinationConcurrency * waits), total: s.concurrency * waits };
+  }
+
+  private readyTotal(): number {
+    let n = 0;
+    for (const queue of this.ready.values()) n += queue.length;
+    return n;
   }
 
   /**
    * One claim round: for every enabled destination with room, lease due jobs and start
    * sending them as far as the concurrency limits allow (the rest wait, leased, for a slot:
-   * see {@link readyLimit}). Resolves with the number claimed, before the sends finish.
+   * see {@link readyLimits}). Resolves with the number claimed, before the sends finish.
    */
   async tick(): Promise<number> {
     const { settings } = this.o;
-    const readyLimit = this.readyLimit();
+    const limits = this.readyLimits();
+    const readyLimit = limits.perDestination;
     let claimed = 0;
     // Refill in batches: while a destination holds most of what it may, wait until half of
     // it is free, so that one claim query serves many jobs rather than one each.
@@ -191,7 +199,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       const ready = this.ready.get(destination.id)?.length ?? 0;
       const room = Math.min(
         settings.perDestinationConcurrency + readyLimit - busy - ready,
-        settings.concurrency - this.total + readyLimit - ready,
+        settings.concurrency + limits.total - this.total - this.readyTotal(),
         settings.claimBatchSize,
       );
       if (room <= 0 || (room < refillAt && busy + ready > 0)) {

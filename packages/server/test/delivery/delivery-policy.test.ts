@@ -305,6 +305,29 @@ describe('delivery decisions', () => {
     }
   });
 
+  test('jobs held ready over all destinations are bounded by the global slots as well', async () => {
+    const clock = new ManualClock();
+    const slow = await startReceiver('hang');
+    try {
+      const config = testConfig(
+        ['x', 'y', 'z'].map((p) => webhooksDestination(`d-${p}`, [`${slow.url}/${p}`])),
+        // 16 slots in all, 16 per destination: 80 may be held ready in all (16 x 5), not 80 each.
+        { delivery: { ...delivery, timeoutMs: 5000, leaseMs: 60_000, perDestinationConcurrency: 16, concurrency: 16, claimBatchSize: 100 } },
+      );
+      ferry = await startFerry(config, { clock, deliver: false });
+      await ferry.send('/v1/batch', { batch: Array.from({ length: 100 }, (_, i) => ({ type: 'track', userId: `u${i}`, event: 'E' })) });
+      await ferry.ferry.worker.tick();
+      await slow.waitFor(16);
+      const pending = (await ferry.admin('GET', '/deliveries?status=pending&limit=1000')).json.deliveries as any[];
+      assert.equal(pending.length, 300);
+      const leased = pending.filter((d) => Date.parse(d.nextAttemptAt) === clock.now() + 60_000);
+      assert.equal(leased.length, 96, '16 sending and 80 ready over the three destinations, not 80 more for each');
+      assert.equal(slow.requests.length, 16);
+    } finally {
+      await slow.close();
+    }
+  });
+
   test('when slots are scarce, claim rounds take turns among destinations', async () => {
     const clock = new ManualClock();
     const urls = ['x', 'y', 'z'].map((p) => `${a.url}/${p}`);
