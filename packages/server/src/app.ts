@@ -25,6 +25,7 @@ import { ferryVersion } from './util/version.js';
 
 /** Everything a Ferry server is built from. Only `config` is required. */
 export interface FerryOptions {
+  /** The validated configuration (see `loadConfig`); its sources and destinations seed an empty store. */
   config: FerryConfig;
   /** Where the SQLite file lives when no `store` is given. Default `./.ferry`. */
   dataDir?: string;
@@ -32,9 +33,13 @@ export interface FerryOptions {
   store?: Store;
   /** The admin API's Bearer token. When absent, one is generated, and `generatedAdminToken` holds it. */
   adminToken?: string;
+  /** Time for delivery decisions, leases and timestamps; tests inject a manual clock. Default: the system clock. */
   clock?: Clock;
+  /** Source of retry jitter, in [0, 1). Default `Math.random`. */
   random?: () => number;
+  /** Transport of webhook requests. Default: the undici sender behind the SSRF guard. */
   sender?: WebhookSender;
+  /** Where logs go. Default: pino on stdout at `FERRY_LOG_LEVEL` (info). */
   logger?: Logger;
   /** Extra CA certificates trusted for HTTPS webhooks (besides the system's and NODE_EXTRA_CA_CERTS). */
   ca?: string | Buffer | Array<string | Buffer>;
@@ -51,10 +56,13 @@ export interface FerryOptions {
 
 /** A running (or ready to run) Ferry server. */
 export interface Ferry {
+  /** The HTTP server: ingestion, admin API, health. */
   readonly app: FastifyInstance;
   readonly store: Store;
+  /** Sources and destinations in force, kept in step with the store. */
   readonly catalog: Catalog;
   readonly worker: DeliveryWorker;
+  /** Carries out deletion requests. */
   readonly regulations: RegulationRunner;
   /** Audience and computed-trait sync; undefined on a store with no audience store (neither SQLite nor PostgreSQL). */
   readonly audiences: AudienceSync | undefined;

@@ -51,22 +51,27 @@ export class Catalog extends EventEmitter<{ 'catalog:reloaded': [] }> {
     this.emit('catalog:reloaded');
   }
 
+  /** The source a write key belongs to (ingestion's authentication), if any. */
   sourceByWriteKey(writeKey: string): SourceConfig | undefined {
     return this.sourcesByKey.get(writeKey);
   }
 
+  /** A source by id, as last read from the store. */
   source(id: string): SourceConfig | undefined {
     return this.sourcesById.get(id);
   }
 
+  /** Every source, in id order; a copy the caller may keep. */
   sources(): SourceConfig[] {
     return [...this.sourcesById.values()];
   }
 
+  /** A destination by id, enabled or not. */
   destination(id: string): DestinationConfig | undefined {
     return this.destinationsById.get(id);
   }
 
+  /** Every destination, enabled or not, in id order; a copy the caller may keep. */
   destinations(): DestinationConfig[] {
     return [...this.destinationsById.values()];
   }
@@ -76,6 +81,11 @@ export class Catalog extends EventEmitter<{ 'catalog:reloaded': [] }> {
     return this.routes.get(sourceId) ?? [];
   }
 
+  /**
+   * Creates or replaces a source and reloads.
+   *
+   * @throws FerryError `conflict` when another source already uses its write key.
+   */
   async putSource(source: SourceConfig): Promise<void> {
     const clash = this.sourcesByKey.get(source.writeKey);
     if (clash && clash.id !== source.id) throw new FerryError('conflict', `another source already uses this write key`, 'writeKey');
@@ -83,6 +93,11 @@ export class Catalog extends EventEmitter<{ 'catalog:reloaded': [] }> {
     await this.reload();
   }
 
+  /**
+   * Deletes a source; false if there was none.
+   *
+   * @throws FerryError `conflict` while destinations are still connected to it.
+   */
   async removeSource(id: string): Promise<boolean> {
     if (!this.sourcesById.has(id)) return false;
     const users = this.destinations().filter((d) => d.sources.includes(id));
@@ -93,6 +108,7 @@ export class Catalog extends EventEmitter<{ 'catalog:reloaded': [] }> {
     return true;
   }
 
+  /** Creates or replaces a destination and reloads; it gets only calls ingested from now on. */
   async putDestination(destination: DestinationConfig): Promise<void> {
     await this.store.saveDestination(destination);
     await this.reload();

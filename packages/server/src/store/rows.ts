@@ -1,4 +1,4 @@
-import type { AttemptView, DeadReason, DeliveryView, Regulation } from './store.js';
+import type { AttemptView, ClaimedDelivery, DeadReason, DeliveryView, Regulation } from './store.js';
 
 /**
  * Row shapes shared by the SQL stores (both use the same column names) and their mapping to
@@ -8,6 +8,7 @@ import type { AttemptView, DeadReason, DeliveryView, Regulation } from './store.
 /** ms since the epoch to ISO 8601, keeping null. */
 export const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
+/** A row of `deliveries` as both stores read it (without the body). */
 export interface DeliveryRow {
   id: number;
   destination_id: string;
@@ -25,6 +26,7 @@ export interface DeliveryRow {
   last_error: string | null;
 }
 
+/** A row of `regulations`; user and source ids are JSON arrays in text. */
 export interface RegulationRow {
   id: string;
   user_ids: string;
@@ -37,6 +39,7 @@ export interface RegulationRow {
   notifications_queued: number;
 }
 
+/** A row of `attempts`: one URL of one attempt. */
 export interface AttemptRow {
   url: string;
   started_at: number;
@@ -48,6 +51,7 @@ export interface AttemptRow {
   trigger: AttemptView['trigger'];
 }
 
+/** What a claim returns per job: enough to send it and to record its outcome. */
 export interface ClaimRow {
   id: number;
   destination_id: string;
@@ -61,6 +65,7 @@ export interface ClaimRow {
   created_at: number;
 }
 
+/** A delivery as the admin API shows it: camelCase, times in ISO 8601. */
 export function toDeliveryView(r: DeliveryRow): DeliveryView {
   return {
     id: r.id,
@@ -80,6 +85,7 @@ export function toDeliveryView(r: DeliveryRow): DeliveryView {
   };
 }
 
+/** A deletion request as the admin API shows it, its id lists parsed. */
 export function toRegulation(r: RegulationRow): Regulation {
   return {
     id: r.id,
@@ -94,6 +100,7 @@ export function toRegulation(r: RegulationRow): Regulation {
   };
 }
 
+/** One logged attempt as the admin API shows it. */
 export function toAttemptView(a: AttemptRow): AttemptView {
   return {
     url: a.url,
@@ -107,7 +114,8 @@ export function toAttemptView(a: AttemptRow): AttemptView {
   };
 }
 
-export function toClaimed(r: ClaimRow) {
+/** A claimed job as the delivery worker takes it. */
+export function toClaimed(r: ClaimRow): ClaimedDelivery {
   return {
     id: r.id,
     destinationId: r.destination_id,
