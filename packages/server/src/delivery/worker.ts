@@ -51,6 +51,9 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   /** The loop round in progress, if any. */
   private current: Promise<void> | undefined;
   private rotation = 0;
+  private readyRotation = 0;
+  /** Jobs whose exchange is over and whose outcome is not yet recorded (still leased). */
+  private recording = 0;
   private wakeRequested = false;
   /** Set by a claim round that left a destination alone because too few of its slots were free. */
   private waitingForSlots = false;
@@ -131,9 +134,9 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       if (this.total < this.o.settings.concurrency) this.schedule(0);
       return;
     }
-    // Due work waits for slots that are busy: the job that frees them wakes the loop, so
-    // there is no need to ask the store when the next job is due.
-    if (this.waitingForSlots && this.total > 0) {
+    // Due work waits for slots that are busy (or for records of finished jobs): the job that
+    // frees them wakes the loop, so there is no need to ask the store when the next is due.
+    if (this.waitingForSlots && this.total + this.recording > 0) {
       this.schedule(this.o.settings.pollIntervalMs);
       return;
     }
@@ -199,7 +202,9 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       const ready = this.ready.get(destination.id)?.length ?? 0;
       const room = Math.min(
         settings.perDestinationConcurrency + readyLimit - busy - ready,
-        settings.concurrency + limits.total - this.total - this.readyTotal(),
+        // Jobs waiting for their outcome to be recorded count too: if the store falls behind,
+        // claiming stops rather than piling up sent jobs whose records wait in memory.
+        settings.concurrency + limits.total - this.total - this.readyTotal() - this.recording,
         settings.claimBatchSize,
       );
       if (room <= 0 || (room < refillAt && busy + ready > 0)) {
@@ -231,19 +236,28 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       this.total < settings.concurrency
     ) {
       const { job, leasedUntilMs } = queue.shift()!;
-      // A job that waited so long that its lease could run out during the attempt is left to
-      // expire and be claimed again, so that no two workers ever send it at the same time.
-      // (A job claimed for a free slot starts at once and never meets this.)
-      if (clock.now() + settings.timeoutMs > leasedUntilMs) continue;
+      // A job that waited so long that its lease could run out during its exchange (the head
+      // within timeoutMs, then at most 1 s for the body) is left to expire and be claimed
+      // again, so that no two workers ever send it at the same time. (A job claimed for a free
+      // slot starts at once and never meets this: the lease rule asks for 2 x timeoutMs + 1 s.)
+      if (clock.now() + settings.timeoutMs + 1000 > leasedUntilMs) {
+        this.o.logger.debug({ deliveryId: job.id, destinationId: destination.id }, 'a ready job waited too long for a slot; it goes back when its lease runs out');
+        continue;
+      }
       this.track(this.process(job, destination));
     }
   }
 
-  /** After a slot frees: start ready jobs of every enabled destination (the global limit is shared). */
+  /**
+   * After a slot frees: start ready jobs of every enabled destination (the global limit is
+   * shared), beginning at the next destination each time, so that when global slots are
+   * scarce the ready jobs of the ones late in the list are not always served last.
+   */
   private startAllReady(): void {
     if (this.ready.size === 0) return;
     const active = this.activeDestinations();
-    for (const d of active) this.startReady(d);
+    const offset = active.length > 0 ? this.readyRotation++ % active.length : 0;
+    for (let i = 0; i < active.length; i++) this.startReady(active[(offset + i) % active.length]!);
     // Jobs of a destination disabled or deleted meanwhile are not sent; their leases expire.
     if (active.length !== this.ready.size) for (const id of [...this.ready.keys()]) if (!active.some((d) => d.id === id)) this.ready.delete(id);
   }
@@ -276,6 +290,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     const release = (): void => {
       if (released) return;
       released = true;
+      this.recording++;
       this.inFlight.set(destination.id, (this.inFlight.get(destination.id) ?? 1) - 1);
       this.total--;
       if (!this.stopped) {
@@ -291,6 +306,9 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       this.emit('worker:error', { error });
     } finally {
       release();
+      this.recording--;
+      // Room that waited for this record is free now.
+      if (!this.stopped) this.wake();
     }
   }
 

@@ -1,3 +1,8 @@
+/** A result that fails its own item only: a batch runner returns it in that item's place. */
+export class ItemFailure {
+  constructor(readonly error: unknown) {}
+}
+
 /**
  * Gathers single calls into batches for a store that pays per round trip: while one batch is
  * under way, the calls that arrive meanwhile wait and go together in the next. The batch size
@@ -10,12 +15,12 @@ export class Batcher<I, R> {
   private readonly idle = new Set<() => void>();
 
   /**
-   * @param run Runs one batch; resolves with one result per item, in order. A rejection fails
-   *   every item of that batch.
+   * @param run Runs one batch; resolves with one result per item, in order (an
+   *   {@link ItemFailure} rejects that item alone). A rejection fails every item of the batch.
    * @param options `maxBatch`: most items per batch. `parallel`: batches under way at once.
    */
   constructor(
-    private readonly run: (items: I[]) => Promise<R[]>,
+    private readonly run: (items: I[]) => Promise<(R | ItemFailure)[]>,
     private readonly options: { maxBatch: number; parallel: number },
   ) {}
 
@@ -47,7 +52,7 @@ export class Batcher<I, R> {
     while (this.queue.length > 0 && this.running < this.options.parallel) {
       const batch = this.queue.splice(0, this.options.maxBatch);
       this.running++;
-      let results: Promise<R[]>;
+      let results: Promise<(R | ItemFailure)[]>;
       try {
         results = this.run(batch.map((b) => b.item));
       } catch (error) {
@@ -55,7 +60,12 @@ export class Batcher<I, R> {
       }
       void results
         .then(
-          (values) => batch.forEach((b, i) => b.resolve(values[i]!)),
+          (values) =>
+            batch.forEach((b, i) => {
+              const value = values[i];
+              if (value instanceof ItemFailure) b.reject(value.error);
+              else b.resolve(value as R);
+            }),
           (error: unknown) => batch.forEach((b) => b.reject(error)),
         )
         .finally(() => {

@@ -286,6 +286,46 @@ describe('createHttpSender over plain HTTP', () => {
     }
   });
 
+  it('takes an informational 1xx head for what it is: the final status counts, even after the body wait', async () => {
+    // A 50 ms body wait, and the final head 150 ms after a 103: had the 103 been taken for the
+    // answer, the attempt would end as "HTTP 103" once the body wait ran out.
+    const quick = createHttpSender({ allowPrivateNetworks: true, allowedNetworks: [], clock, responseBodyWaitMs: 50 });
+    const receiver = await startReceiver((_req, res) => {
+      res.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' });
+      setTimeout(() => {
+        res.writeHead(201, { 'content-type': 'text/plain' });
+        res.end('created');
+      }, 150);
+    });
+    try {
+      const result = await quick.send(post(receiver.url, { timeoutMs: 2000 }));
+      assert.equal(result.statusCode, 201);
+      assert.equal(result.errorClass, undefined);
+      assert.equal(result.responseBody, 'created');
+    } finally {
+      await receiver.close();
+      await quick.close();
+    }
+  });
+
+  it('keeps a NUL of a response body as U+FFFD (PostgreSQL text cannot hold it)', async () => {
+    const receiver = await startReceiver((_req, res) => {
+      res.writeHead(500, { 'content-type': 'text/plain' });
+      res.end('bad\u0000byte');
+    });
+    try {
+      const result = await sender.send(post(receiver.url));
+      assert.equal(result.statusCode, 500);
+      assert.equal(result.responseBody, 'bad\uFFFDbyte');
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('refuses a non-positive responseBodyWaitMs at construction', () => {
+    assert.throws(() => createHttpSender({ allowPrivateNetworks: true, allowedNetworks: [], responseBodyWaitMs: 0 }), RangeError);
+  });
+
   it('reports a refused connection as connect', async () => {
     const closed = await startReceiver();
     await closed.close();

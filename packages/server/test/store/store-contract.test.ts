@@ -218,5 +218,27 @@ for (const backend of backends) {
         await store.setSetting('k', 'v2');
         assert.equal(await store.getSetting('k'), 'v2');
       }));
+
+    test('S10 completions recorded together: one the database refuses costs the others nothing', () =>
+      withStore(async (store) => {
+        await store.ingest({ receivedAtMs: t0, events: [event('a'), event('b'), event('c')], rejections: [] });
+        const jobs = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 10 });
+        assert.equal(jobs.length, 3);
+        const ok = attempt({ statusCode: 200, errorClass: null, errorMessage: null, responseBody: 'ok' });
+        // PostgreSQL text cannot hold a NUL, so it refuses this one attempt row (SQLite keeps it).
+        const refused = attempt({ statusCode: 200, errorClass: null, errorMessage: null, responseBody: 'nul\u0000' });
+        const outcomes = await Promise.allSettled(
+          jobs.map((j, i) => store.complete({ id: j.id, owner: 'w', nowMs: t0 + 1, firstAttemptAtMs: t0, attempts: [i === 1 ? refused : ok], outcome: { status: 'succeeded' } })),
+        );
+        assert.deepEqual(outcomes[0], { status: 'fulfilled', value: true });
+        assert.deepEqual(outcomes[2], { status: 'fulfilled', value: true });
+        if (store.kind === 'postgres') assert.equal(outcomes[1]!.status, 'rejected');
+        else assert.deepEqual(outcomes[1], { status: 'fulfilled', value: true });
+        for (const i of [0, 2]) {
+          const detail = (await store.getDelivery(jobs[i]!.id))!;
+          assert.equal(detail.delivery.status, 'succeeded');
+          assert.equal(detail.attempts.length, 1);
+        }
+      }));
   });
 }

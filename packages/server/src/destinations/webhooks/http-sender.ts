@@ -21,6 +21,12 @@ export interface HttpSenderOptions extends NetworkPolicy {
   connectionsPerOrigin?: number;
   /** Source of `startedAtMs`, `latencyMs` and the reference time for `Retry-After` dates. */
   clock?: Clock;
+  /**
+   * After the response head, how long the body may take to arrive (capped by the request's
+   * `timeoutMs`); past it the status stands and the socket is dropped. Default
+   * {@link RESPONSE_BODY_WAIT_MS}.
+   */
+  responseBodyWaitMs?: number;
 }
 
 /** Default bound on concurrent connections to one receiver, so one slow receiver cannot take every socket. */
@@ -28,7 +34,7 @@ export const DEFAULT_CONNECTIONS_PER_ORIGIN = 8;
 /** How much of a response body is kept for the attempt log. */
 export const RESPONSE_BODY_LIMIT_BYTES = 1024;
 /** After the head, how long the body may take to deliver its first KB (capped by the request's timeoutMs). */
-const RESPONSE_BODY_WAIT_MS = 1000;
+export const RESPONSE_BODY_WAIT_MS = 1000;
 /** Discarding at most this much of the rest keeps the connection reusable; beyond it, the socket is dropped. */
 const RESPONSE_DRAIN_LIMIT_BYTES = 64 * 1024;
 /** Idle keep-alive sockets are closed after this long, below typical server-side idle timeouts (5 s for Node). */
@@ -72,8 +78,8 @@ const TLS_CODE = /^(ERR_TLS_|ERR_SSL_|ERR_OSSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_SELF
  * Every connection's host name goes through the SSRF guard's DNS lookup, so the address
  * dialled is the one vetted; IP-literal URLs (for which Node skips the lookup) are vetted
  * before connecting. Redirects are never followed: a 3xx is a failure of class `http`.
- * `send()` never throws. Throws only for misuse: a malformed `allowedNetworks` entry or a
- * non-positive `connectionsPerOrigin`.
+ * `send()` never throws. Throws only for misuse: a malformed `allowedNetworks` entry, a
+ * non-positive `connectionsPerOrigin` or `responseBodyWaitMs`.
  *
  * @example
  * ```ts
@@ -95,6 +101,8 @@ export function createHttpSender(options: HttpSenderOptions): WebhookSender {
     allowedNetworks: [...options.allowedNetworks],
   };
   const connections = options.connectionsPerOrigin ?? DEFAULT_CONNECTIONS_PER_ORIGIN;
+  const bodyWaitMs = options.responseBodyWaitMs ?? RESPONSE_BODY_WAIT_MS;
+  if (!(bodyWaitMs > 0)) throw new RangeError(`responseBodyWaitMs must be positive, got ${String(options.responseBodyWaitMs)}`);
   if (!Number.isSafeInteger(connections) || connections < 1) {
     throw new RangeError(`connectionsPerOrigin must be a positive integer, got ${String(options.connectionsPerOrigin)}`);
   }
@@ -129,7 +137,7 @@ export function createHttpSender(options: HttpSenderOptions): WebhookSender {
     if (typeof target === 'string') return fail('invalid_url', target);
     if (target.refusal !== undefined) return fail('ssrf', `refused to connect to ${target.address}: ${target.refusal}`);
 
-    return exchange(agent, target, request, startedAtMs, clock);
+    return exchange(agent, target, request, startedAtMs, clock, bodyWaitMs);
   }
 
   return {
@@ -232,10 +240,18 @@ const utf8 = new TextDecoder('utf-8');
  *
  * Deadlines: the response head within `timeoutMs` of the start (queueing for a connection
  * included); then up to 1 KB of body is kept and up to 64 KB more discarded so the
- * connection can be reused, within {@link RESPONSE_BODY_WAIT_MS} (capped by `timeoutMs`);
+ * connection can be reused, within `bodyWaitMs` (capped by `timeoutMs`); informational (1xx)
+ * heads are not the response and change nothing;
  * past either limit the socket is dropped, so a receiver that trickles cannot hold a worker.
  */
-function exchange(agent: Dispatcher, target: CachedTarget, request: SendRequest, startedAtMs: number, clock: Clock): Promise<SendResult> {
+function exchange(
+  agent: Dispatcher,
+  target: CachedTarget,
+  request: SendRequest,
+  startedAtMs: number,
+  clock: Clock,
+  bodyWaitMs: number,
+): Promise<SendResult> {
   return new Promise<SendResult>((resolve) => {
     let abort: ((reason: Error) => void) | undefined;
     let statusCode: number | undefined;
@@ -256,8 +272,10 @@ function exchange(agent: Dispatcher, target: CachedTarget, request: SendRequest,
       if (keptBytes > 0) {
         // stream: true holds back a multi-byte character cut at the limit instead of emitting
         // U+FFFD; the final decode() then drops what was held back, so the decoder starts clean.
-        const text = utf8.decode(Buffer.concat(kept, keptBytes), { stream: true });
+        let text = utf8.decode(Buffer.concat(kept, keptBytes), { stream: true });
         utf8.decode();
+        // A NUL is legal in a body but not in a PostgreSQL text column; it is kept visible.
+        if (text.includes('\u0000')) text = text.replaceAll('\u0000', '\uFFFD');
         if (text.length > 0) result.responseBody = text;
       }
       if (statusCode < 200 || statusCode > 299) {
@@ -300,6 +318,7 @@ function exchange(agent: Dispatcher, target: CachedTarget, request: SendRequest,
           if (timedOut) abortRequest(new Error('the webhook exchange ran out of time'));
         },
         onHeaders(code: number, headers: Buffer[]) {
+          if (code < 200) return true;
           statusCode = code;
           rawHeaders = headers;
           latencyMs = clock.now() - startedAtMs;
@@ -307,7 +326,7 @@ function exchange(agent: Dispatcher, target: CachedTarget, request: SendRequest,
           // A small body usually arrives with the head, in the same parser pass: the body's
           // own deadline is only set if it is still missing once that pass is over.
           queueMicrotask(() => {
-            if (!done) timer = setTimeout(giveUp, Math.min(RESPONSE_BODY_WAIT_MS, request.timeoutMs));
+            if (!done) timer = setTimeout(giveUp, Math.min(bodyWaitMs, request.timeoutMs));
           });
           return true;
         },

@@ -28,7 +28,7 @@ import type {
   Store,
   StoreStats,
 } from '../store.js';
-import { Batcher } from '../../util/batcher.js';
+import { Batcher, ItemFailure } from '../../util/batcher.js';
 import { migrations } from './migrations/index.js';
 
 /** Options of the PostgreSQL store. */
@@ -59,18 +59,20 @@ export class PgStore implements Store {
   readonly kind = 'postgres' as const;
   private readonly pool: pg.Pool;
   /**
-   * Connections for delivery bookkeeping (claims and completions), which commit without
-   * waiting for the WAL flush (`synchronous_commit = off`): nobody is answered on them, and a
-   * database crash that loses the last of them only sends those jobs again (delivery is at
-   * least once). Ingestion and everything else keeps full durability on {@link pool}.
+   * Connections for completions, which commit without waiting for the WAL flush
+   * (`synchronous_commit = off`): nobody is answered on them, and a database crash that
+   * loses the last of them leaves those jobs leased, so they are sent again once the lease
+   * runs out (delivery is at least once). Claims stay on {@link pool}, fully durable: a claim
+   * undone by a crash while its worker goes on sending would let another node send the same
+   * job at the same time.
    */
-  private readonly bookkeeping: pg.Pool;
+  private readonly completionPool: pg.Pool;
   /** Completions of many jobs go to the server as one statement (group completion). */
   private readonly completions = new Batcher<CompletionInput, boolean>((items) => this.completeMany(items), { maxBatch: 500, parallel: 1 });
 
-  private constructor(pool: pg.Pool, bookkeeping: pg.Pool) {
+  private constructor(pool: pg.Pool, completionPool: pg.Pool) {
     this.pool = pool;
-    this.bookkeeping = bookkeeping;
+    this.completionPool = completionPool;
   }
 
   /** Connects, creates the schema if needed, and applies pending migrations. */
@@ -86,15 +88,15 @@ export class PgStore implements Store {
       connectionTimeoutMillis: 5000,
     });
     const pool = new pg.Pool(poolOptions(options.poolSize ?? 10, ''));
-    const bookkeeping = new pg.Pool(poolOptions(3, ' -c synchronous_commit=off'));
+    const completionPool = new pg.Pool(poolOptions(2, ' -c synchronous_commit=off'));
     // An idle client's error (e.g. the server restarted) must not crash the process; the next query reconnects.
     pool.on('error', () => {});
-    bookkeeping.on('error', () => {});
-    const store = new PgStore(pool, bookkeeping);
+    completionPool.on('error', () => {});
+    const store = new PgStore(pool, completionPool);
     try {
       await store.migrate(schema);
     } catch (error) {
-      await Promise.all([pool.end(), bookkeeping.end()]);
+      await Promise.all([pool.end(), completionPool.end()]);
       throw error;
     }
     return store;
@@ -242,7 +244,7 @@ export class PgStore implements Store {
   }
 
   async claim(args: { destinationId: string; owner: string; nowMs: number; leaseMs: number; limit: number }): Promise<ClaimedDelivery[]> {
-    const { rows } = await this.bookkeeping.query<ClaimRow>(
+    const { rows } = await this.pool.query<ClaimRow>(
       `UPDATE deliveries SET lease_owner = $1, next_attempt_at = $2
        WHERE id IN (
          SELECT id FROM deliveries
@@ -265,10 +267,23 @@ export class PgStore implements Store {
    * logs what was sent; a delivery purged meanwhile (a deletion request) keeps nothing, since
    * a response body may echo the user's data.
    */
-  private async completeMany(items: CompletionInput[]): Promise<boolean[]> {
+  private async completeMany(items: CompletionInput[]): Promise<(boolean | ItemFailure)[]> {
+    try {
+      return await this.completeTogether(items);
+    } catch (error) {
+      // One item the database refuses (bad data, a deadlock) must not cost the others their
+      // record: each is then tried alone. Not when the database is out of reach, where that
+      // would only multiply the failures.
+      const code = (error as { code?: unknown }).code;
+      if (items.length === 1 || typeof code !== 'string' || !/^(22|23|40)/.test(code)) throw error;
+      return Promise.all(items.map((item) => this.completeTogether([item]).then(([kept]) => kept!, (e: unknown) => new ItemFailure(e))));
+    }
+  }
+
+  private async completeTogether(items: CompletionInput[]): Promise<boolean[]> {
     const attempts = items.flatMap((c) => c.attempts.map((a) => ({ id: c.id, ...a })));
     const o = items.map((c) => c.outcome);
-    const { rows } = await this.bookkeeping.query<{ id: number }>(
+    const { rows } = await this.completionPool.query<{ id: number }>(
       `WITH x AS (
          SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[], $7::text[], $8::text[])
            AS x(id, owner, first_at, status, next_at, completed_at, reason, last_error)
@@ -504,7 +519,7 @@ export class PgStore implements Store {
   async close(): Promise<void> {
     // Completions already handed in still reach the database: their jobs were sent.
     await this.completions.drained();
-    await Promise.all([this.pool.end(), this.bookkeeping.end()]);
+    await Promise.all([this.pool.end(), this.completionPool.end()]);
   }
 }
 

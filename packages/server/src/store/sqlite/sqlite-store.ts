@@ -51,8 +51,6 @@ type CommitMode = 'durable' | 'prompt' | 'deferred';
 interface PendingWork {
   run: () => unknown;
   mode: CommitMode;
-  /** Whether `run` needs a savepoint of its own: false for a single statement, atomic by itself. */
-  savepoint: boolean;
   resolve: (value: any) => void;
   reject: (error: unknown) => void;
 }
@@ -112,7 +110,7 @@ export class SqliteStore implements Store {
     this.runGroup = db.transaction((group: PendingWork[]) =>
       group.map((p): { ok: true; value: unknown } | { ok: false; error: unknown } => {
         try {
-          return { ok: true, value: p.savepoint ? this.inSavepoint(p.run) : p.run() };
+          return { ok: true, value: this.inSavepoint(p.run) };
         } catch (error) {
           return { ok: false, error };
         }
@@ -195,12 +193,11 @@ export class SqliteStore implements Store {
    * Queues work for the next group commit: all work queued during one turn of the event loop
    * (and deferred work of the last few ms) runs in one transaction, so concurrent requests
    * share one fsync and hot pages are written to the WAL once. Each item runs in its own
-   * savepoint (unless it is one statement), so an item that throws is rolled back and
-   * rejected alone.
+   * savepoint, so an item that throws is rolled back and rejected alone.
    */
-  private inGroupCommit<T>(run: () => T, mode: CommitMode, savepoint = true): Promise<T> {
+  private inGroupCommit<T>(run: () => T, mode: CommitMode): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.pending.push({ run, mode, savepoint, resolve, reject });
+      this.pending.push({ run, mode, resolve, reject });
       this.scheduleFlush(mode !== 'deferred');
     });
   }
@@ -291,8 +288,7 @@ export class SqliteStore implements Store {
     return this.inGroupCommit(() => {
       const rows = this.stmts.claim.all(args.owner, args.nowMs + args.leaseMs, args.destinationId, args.nowMs, args.limit);
       return rows.map(toClaimed);
-      // One statement: atomic without a savepoint.
-    }, 'prompt', false);
+    }, 'prompt');
   }
 
   complete(args: CompleteArgs): Promise<boolean> {
