@@ -13,8 +13,6 @@ import {
   type RegulationRow,
 } from '../rows.js';
 import type {
-  AttemptOutcome,
-  AttemptRecord,
   AttemptView,
   ClaimedDelivery,
   DeleteNotice,

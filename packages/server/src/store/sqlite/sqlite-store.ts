@@ -15,8 +15,6 @@ import type {
   Store,
   StoreStats,
   DeleteNotice,
-  AttemptRecord,
-  AttemptOutcome,
 } from '../store.js';
 import {
   iso,
@@ -61,7 +59,6 @@ type CompleteArgs = Parameters<Store['complete']>[0];
 const DEFER_MS = 5;
 /** Deferred work (completions) commits at the end of the turn once this much of it is queued. */
 const DEFER_LIMIT = 256;
-
 
 /**
  * The embedded store: one SQLite file in WAL mode with full sync, so a resolved `ingest`
