@@ -185,8 +185,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
    */
   async tick(): Promise<number> {
     const { settings } = this.o;
-    const limits = this.readyLimits();
-    const readyLimit = limits.perDestination;
+    const { perDestination: readyLimit, total: readyTotalLimit } = this.readyLimits();
     let claimed = 0;
     // Refill in batches: while a destination holds most of what it may, wait until half of
     // it is free, so that one claim query serves many jobs rather than one each.
@@ -204,7 +203,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
         settings.perDestinationConcurrency + readyLimit - busy - ready,
         // Jobs waiting for their outcome to be recorded count too: if the store falls behind,
         // claiming stops rather than piling up sent jobs whose records wait in memory.
-        settings.concurrency + limits.total - this.total - this.readyTotal() - this.recording,
+        settings.concurrency + readyTotalLimit - this.total - this.readyTotal() - this.recording,
         settings.claimBatchSize,
       );
       if (room <= 0 || (room < refillAt && busy + ready > 0)) {
@@ -307,8 +306,8 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     } finally {
       release();
       this.recording--;
-      // Room that waited for this record is free now.
-      if (!this.stopped) this.wake();
+      // A round that found no room (records of finished jobs count against it) can go on now.
+      if (!this.stopped && this.waitingForSlots) this.wake();
     }
   }
 

@@ -176,6 +176,17 @@ export interface DeleteNotice {
   body: string;
 }
 
+/** What the worker records when an attempt of a job is over. */
+export interface Completion {
+  id: number;
+  /** The lease owner that sent it; the outcome is kept only if it still holds the lease. */
+  owner: string;
+  nowMs: number;
+  firstAttemptAtMs: number;
+  attempts: AttemptRecord[];
+  outcome: AttemptOutcome;
+}
+
 /** Counts for health and metrics. */
 export interface StoreStats {
   events: number;
@@ -204,7 +215,7 @@ export interface Store {
    * Records the attempts and the outcome, if `owner` still holds the lease. Returns false when
    * the lease was lost (another worker took the job after expiry); the attempts are still logged.
    */
-  complete(args: { id: number; owner: string; nowMs: number; firstAttemptAtMs: number; attempts: AttemptRecord[]; outcome: AttemptOutcome }): Promise<boolean>;
+  complete(args: Completion): Promise<boolean>;
   /** Returns this owner's leased jobs to the queue at once (graceful stop). */
   releaseLeases(owner: string, nowMs: number): Promise<number>;
   /** Dead-letters every pending job of a destination that was deleted (reason `destination_deleted`). */

@@ -5,7 +5,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { createHttpSender, parseRetryAfter, classify } from '../../src/destinations/webhooks/http-sender.js';
-import type { SendRequest, WebhookSender } from '../../src/destinations/webhooks/sender.js';
+import type { SendRequest, SendResult, WebhookSender } from '../../src/destinations/webhooks/sender.js';
 import { ManualClock } from '../../src/util/clock.js';
 
 const fixture = (name: string): Buffer => readFileSync(new URL(`../fixtures/tls/${name}`, import.meta.url));
@@ -74,6 +74,16 @@ function post(url: string, extra: Partial<SendRequest> = {}): SendRequest {
     timeoutMs: 5000,
     ...extra,
   };
+}
+
+/** One request through `sender` to a receiver that answers with `handler`, closed after. */
+async function sendThrough(sender: WebhookSender, handler: Handler, extra: Partial<SendRequest> = {}): Promise<SendResult> {
+  const receiver = await startReceiver(handler);
+  try {
+    return await sender.send(post(receiver.url, extra));
+  } finally {
+    await receiver.close();
+  }
 }
 
 describe('createHttpSender over plain HTTP', () => {
@@ -209,31 +219,21 @@ describe('createHttpSender over plain HTTP', () => {
   });
 
   it('reads Retry-After as an HTTP date relative to the injected clock', async () => {
-    const receiver = await startReceiver((_req, res) => {
+    const result = await sendThrough(sender, (_req, res) => {
       res.writeHead(429, { 'retry-after': new Date(clock.now() + 90_000).toUTCString() });
       res.end();
     });
-    try {
-      const result = await sender.send(post(receiver.url));
-      assert.equal(result.statusCode, 429);
-      assert.equal(result.retryAfterMs, 90_000);
-    } finally {
-      await receiver.close();
-    }
+    assert.equal(result.statusCode, 429);
+    assert.equal(result.retryAfterMs, 90_000);
   });
 
   it('reads Retry-After on a 503 too', async () => {
-    const receiver = await startReceiver((_req, res) => {
+    const result = await sendThrough(sender, (_req, res) => {
       res.writeHead(503, { 'retry-after': '7' });
       res.end('maintenance');
     });
-    try {
-      const result = await sender.send(post(receiver.url));
-      assert.equal(result.statusCode, 503);
-      assert.equal(result.retryAfterMs, 7000);
-    } finally {
-      await receiver.close();
-    }
+    assert.equal(result.statusCode, 503);
+    assert.equal(result.retryAfterMs, 7000);
   });
 
   it('gives up with errorClass timeout when no response head arrives within timeoutMs', async () => {
@@ -251,75 +251,57 @@ describe('createHttpSender over plain HTTP', () => {
   });
 
   it('keeps the first KB of a large response body and discards the rest', async () => {
-    const receiver = await startReceiver((_req, res) => res.end('x'.repeat(1024 * 1024)));
-    try {
-      const result = await sender.send(post(receiver.url));
-      assert.equal(result.statusCode, 200);
-      assert.equal(result.responseBody, 'x'.repeat(1024));
-    } finally {
-      await receiver.close();
-    }
+    const result = await sendThrough(sender, (_req, res) => res.end('x'.repeat(1024 * 1024)));
+    assert.equal(result.statusCode, 200);
+    assert.equal(result.responseBody, 'x'.repeat(1024));
   });
 
   it('does not split a multi-byte character at the 1 KB cut', async () => {
-    const receiver = await startReceiver((_req, res) => res.end(`a${'é'.repeat(600)}`));
-    try {
-      const result = await sender.send(post(receiver.url));
-      assert.equal(result.responseBody, `a${'é'.repeat(511)}`);
-    } finally {
-      await receiver.close();
-    }
+    const result = await sendThrough(sender, (_req, res) => res.end(`a${'é'.repeat(600)}`));
+    assert.equal(result.responseBody, `a${'é'.repeat(511)}`);
   });
 
   it('does not wait forever for a response body that never ends', async () => {
-    const receiver = await startReceiver((_req, res) => {
+    const result = await sendThrough(sender, (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/plain' });
       res.write('partial');
-    });
-    try {
-      const result = await sender.send(post(receiver.url, { timeoutMs: 200 }));
-      assert.equal(result.statusCode, 200);
-      assert.equal(result.errorClass, undefined);
-      assert.equal(result.responseBody, 'partial');
-    } finally {
-      await receiver.close();
-    }
+    }, { timeoutMs: 200 });
+    assert.equal(result.statusCode, 200);
+    assert.equal(result.errorClass, undefined);
+    assert.equal(result.responseBody, 'partial');
   });
 
   it('takes an informational 1xx head for what it is: the final status counts, even after the body wait', async () => {
     // A 50 ms body wait, and the final head 150 ms after a 103: had the 103 been taken for the
     // answer, the attempt would end as "HTTP 103" once the body wait ran out.
     const quick = createHttpSender({ allowPrivateNetworks: true, allowedNetworks: [], clock, responseBodyWaitMs: 50 });
-    const receiver = await startReceiver((_req, res) => {
-      res.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' });
-      setTimeout(() => {
-        res.writeHead(201, { 'content-type': 'text/plain' });
-        res.end('created');
-      }, 150);
-    });
     try {
-      const result = await quick.send(post(receiver.url, { timeoutMs: 2000 }));
+      const result = await sendThrough(
+        quick,
+        (_req, res) => {
+          res.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' });
+          setTimeout(() => {
+            res.writeHead(201, { 'content-type': 'text/plain' });
+            res.end('created');
+          }, 150);
+        },
+        { timeoutMs: 2000 },
+      );
       assert.equal(result.statusCode, 201);
       assert.equal(result.errorClass, undefined);
       assert.equal(result.responseBody, 'created');
     } finally {
-      await receiver.close();
       await quick.close();
     }
   });
 
   it('keeps a NUL of a response body as U+FFFD (PostgreSQL text cannot hold it)', async () => {
-    const receiver = await startReceiver((_req, res) => {
+    const result = await sendThrough(sender, (_req, res) => {
       res.writeHead(500, { 'content-type': 'text/plain' });
       res.end('bad\u0000byte');
     });
-    try {
-      const result = await sender.send(post(receiver.url));
-      assert.equal(result.statusCode, 500);
-      assert.equal(result.responseBody, 'bad\uFFFDbyte');
-    } finally {
-      await receiver.close();
-    }
+    assert.equal(result.statusCode, 500);
+    assert.equal(result.responseBody, 'bad\uFFFDbyte');
   });
 
   it('refuses a non-positive responseBodyWaitMs at construction', () => {
@@ -336,13 +318,8 @@ describe('createHttpSender over plain HTTP', () => {
   });
 
   it('reports a connection closed before any response as connect', async () => {
-    const receiver = await startReceiver((req) => req.socket.destroy());
-    try {
-      const result = await sender.send(post(receiver.url));
-      assert.equal(result.errorClass, 'connect');
-    } finally {
-      await receiver.close();
-    }
+    const result = await sendThrough(sender, (req) => req.socket.destroy());
+    assert.equal(result.errorClass, 'connect');
   });
 
   it('reports an unresolvable host name as dns', async () => {

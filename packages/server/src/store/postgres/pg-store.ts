@@ -15,6 +15,7 @@ import {
 import type {
   AttemptView,
   ClaimedDelivery,
+  Completion,
   DeleteNotice,
   DeliveryFilter,
   DeliveryView,
@@ -66,7 +67,7 @@ export class PgStore implements Store {
    */
   private readonly completionPool: pg.Pool;
   /** Completions of many jobs go to the server as one statement (group completion). */
-  private readonly completions = new Batcher<CompletionInput, boolean>((items) => this.completeMany(items), { maxBatch: 500, parallel: 1 });
+  private readonly completions = new Batcher<Completion, boolean>((items) => this.completeMany(items), { maxBatch: 500, parallel: 1 });
 
   private constructor(pool: pg.Pool, completionPool: pg.Pool) {
     this.pool = pool;
@@ -255,7 +256,7 @@ export class PgStore implements Store {
     return rows.sort((a, b) => a.id - b.id).map(toClaimed);
   }
 
-  complete(args: CompletionInput): Promise<boolean> {
+  complete(args: Completion): Promise<boolean> {
     return this.completions.add(args);
   }
 
@@ -265,7 +266,7 @@ export class PgStore implements Store {
    * logs what was sent; a delivery purged meanwhile (a deletion request) keeps nothing, since
    * a response body may echo the user's data.
    */
-  private async completeMany(items: CompletionInput[]): Promise<(boolean | ItemFailure)[]> {
+  private async completeMany(items: Completion[]): Promise<(boolean | ItemFailure)[]> {
     try {
       return await this.completeTogether(items);
     } catch (error) {
@@ -278,7 +279,7 @@ export class PgStore implements Store {
     }
   }
 
-  private async completeTogether(items: CompletionInput[]): Promise<boolean[]> {
+  private async completeTogether(items: Completion[]): Promise<boolean[]> {
     const attempts = items.flatMap((c) => c.attempts.map((a) => ({ id: c.id, ...a })));
     const o = items.map((c) => c.outcome);
     const { rows } = await this.completionPool.query<{ id: number }>(
@@ -520,9 +521,6 @@ export class PgStore implements Store {
     await Promise.all([this.pool.end(), this.completionPool.end()]);
   }
 }
-
-/** What {@link PgStore.complete} records for one job. */
-type CompletionInput = Parameters<Store['complete']>[0];
 
 async function insertLoose(db: pg.Pool | pg.PoolClient, d: readonly NewDelivery[], nowMs: number): Promise<void> {
   await db.query(

@@ -5,6 +5,7 @@ import type { DestinationConfig, SourceConfig } from '../../config/model.js';
 import type {
   AttemptView,
   ClaimedDelivery,
+  Completion,
   DeliveryFilter,
   DeliveryView,
   IngestOutcome,
@@ -28,6 +29,7 @@ import {
   type DeliveryRow,
   type RegulationRow,
 } from '../rows.js';
+import { Batcher } from '../../util/batcher.js';
 import { migrations } from './migrations/index.js';
 
 /** Options of the SQLite store. */
@@ -53,12 +55,8 @@ interface PendingWork {
   reject: (error: unknown) => void;
 }
 
-type CompleteArgs = Parameters<Store['complete']>[0];
-
 /** Longest wait of deferred work for its commit. */
 const DEFER_MS = 5;
-/** Deferred work (completions) commits at the end of the turn once this much of it is queued. */
-const DEFER_LIMIT = 256;
 
 /**
  * The embedded store: one SQLite file in WAL mode with full sync, so a resolved `ingest`
@@ -71,8 +69,15 @@ export class SqliteStore implements Store {
   private pending: PendingWork[] = [];
   private flushImmediate: NodeJS.Immediate | undefined;
   private flushTimer: NodeJS.Timeout | undefined;
-  /** Completions waiting for the next commit; they run together in one savepoint. */
-  private completions: { args: CompleteArgs; resolve: (kept: boolean) => void; reject: (error: unknown) => void }[] = [];
+  /**
+   * The completions of one turn of the event loop go into the next group commit as one item:
+   * one savepoint for them all rather than one each (if it fails, every one of them is
+   * refused, and their jobs come back when their leases run out).
+   */
+  private readonly completions = new Batcher<Completion, boolean>(
+    (batch) => this.inGroupCommit(() => batch.map((c) => this.completeOne(c)), 'deferred'),
+    { maxBatch: Number.POSITIVE_INFINITY, parallel: Number.POSITIVE_INFINITY },
+  );
   private readonly stmts;
   /** Runs a function in a savepoint of the open transaction; made once (better-sqlite3 builds a wrapper per `transaction()` call). */
   private readonly inSavepoint: (run: () => unknown) => unknown;
@@ -288,34 +293,11 @@ export class SqliteStore implements Store {
     }, 'prompt');
   }
 
-  complete(args: CompleteArgs): Promise<boolean> {
-    return new Promise<boolean>((resolve, reject) => {
-      this.completions.push({ args, resolve, reject });
-      if (this.completions.length >= DEFER_LIMIT) this.scheduleFlush(true);
-      if (this.completions.length > 1) return;
-      // The first completion since the last commit queues one group item for all of them:
-      // one savepoint for the lot rather than one each (if it fails, every one of them is
-      // refused, and their jobs come back when their leases run out).
-      let batch: typeof this.completions = [];
-      this.inGroupCommit(
-        () => {
-          batch = this.completions;
-          this.completions = [];
-          return batch.map((c) => this.completeOne(c.args));
-        },
-        'deferred',
-      ).then(
-        (kept) => batch.forEach((c, i) => c.resolve(kept[i]!)),
-        (error: unknown) => {
-          // Refused before it ran (the store closed): the batch is still the queue.
-          if (batch.length === 0) [batch, this.completions] = [this.completions, []];
-          for (const c of batch) c.reject(error);
-        },
-      );
-    });
+  complete(args: Completion): Promise<boolean> {
+    return this.completions.add(args);
   }
 
-  private completeOne(args: CompleteArgs): boolean {
+  private completeOne(args: Completion): boolean {
     const base = { id: args.id, owner: args.owner, nowMs: args.nowMs, firstAttemptAtMs: args.firstAttemptAtMs };
     const o = args.outcome;
     const result =
@@ -550,6 +532,8 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    // Completions already handed in still commit: their jobs were sent.
+    if (this.db.open) await this.completions.drained();
     // Writes queued in this very turn still commit: their callers are waiting for an answer.
     if (this.pending.length > 0) this.flushGroup();
     this.db.close();
