@@ -104,6 +104,8 @@ for (const backend of backends) {
         assert.equal(w1[0]!.body, '{"messageId":"a"}', 'the exact stored bytes');
         assert.equal(w1[0]!.firstAttemptAtMs, null);
         assert.deepEqual(await store.claim({ destinationId: 'd1', owner: 'w2', nowMs: t0 + 999, leaseMs: 1000, limit: 10 }), []);
+        assert.equal(await store.nextDueAt(['d1']), t0 + 1000, 'held jobs are due again when their lease runs out');
+        assert.equal((await store.listDeliveries({ destinationId: 'd1', limit: 10 }))[0]!.nextAttemptAt, new Date(t0 + 1000).toISOString());
         const taken = await store.claim({ destinationId: 'd1', owner: 'w2', nowMs: t0 + 1000, leaseMs: 1000, limit: 1 });
         assert.deepEqual(taken.map((j) => j.messageId), ['a'], 'an expired lease is due again, oldest first');
         // The first worker lost its lease on `a`: its late completion is refused.
@@ -240,5 +242,56 @@ for (const backend of backends) {
           assert.equal(detail.attempts.length, 1);
         }
       }));
+
+    test('S11 a lease that ran out still counts for its worker as long as no one else took the job', () =>
+      withStore(async (store) => {
+        await store.ingest({ receivedAtMs: t0, events: [event('a'), event('b')], rejections: [] });
+        const [a, b] = await store.claim({ destinationId: 'd1', owner: 'w1', nowMs: t0, leaseMs: 1000, limit: 10 });
+        assert.equal(await store.nextDueAt(['d1']), t0 + 1000);
+        const ok = attempt({ statusCode: 200, errorClass: null, errorMessage: null });
+        assert.equal(await store.complete({ id: a!.id, owner: 'w1', nowMs: t0 + 5000, firstAttemptAtMs: t0, attempts: [ok], outcome: { status: 'succeeded' } }), true);
+        assert.equal(await store.nextDueAt(['d1']), t0 + 1000, 'b is still held, its lease run out: due at once');
+        assert.deepEqual((await store.claim({ destinationId: 'd1', owner: 'w2', nowMs: t0 + 5001, leaseMs: 1000, limit: 10 })).map((j) => j.id), [b!.id]);
+        assert.equal(await store.releaseLeases('w1', t0 + 5002), 0, 'w1 holds nothing any more');
+        assert.equal(await store.releaseLeases('w2', t0 + 5002), 1);
+        assert.ok((await store.nextDueAt(['d1']))! <= t0 + 5002, 'released: due at once');
+      }));
   });
 }
+
+describe('SQLite store: one process per file, leases in memory', () => {
+  test('a second store on the same file is refused while the first is open, and allowed once it closes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ferry-store-'));
+    try {
+      const path = join(dir, 'ferry.db');
+      const first = new SqliteStore({ path });
+      assert.throws(() => new SqliteStore({ path }), /in use by another Ferry process/);
+      await first.close();
+      const second = new SqliteStore({ path });
+      await second.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('after a crash (the file opened again with jobs still held) those jobs are due at once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ferry-store-'));
+    try {
+      const path = join(dir, 'ferry.db');
+      const lost = new SqliteStore({ path });
+      await lost.ingest({ receivedAtMs: t0, events: [event('a'), event('b')], rejections: [] });
+      assert.equal((await lost.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 10 })).length, 2);
+      // What a crash leaves: the file as committed, no release of the leases.
+      await lost.close();
+      const store = new SqliteStore({ path });
+      try {
+        assert.equal(await store.nextDueAt(['d1']), t0);
+        assert.equal((await store.claim({ destinationId: 'd1', owner: 'w2', nowMs: t0 + 1, leaseMs: 60_000, limit: 10 })).length, 2);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -55,6 +55,39 @@ interface PendingWork {
   reject: (error: unknown) => void;
 }
 
+/**
+ * Makes this store the only one on the file at `path` for as long as it is open: leases live in
+ * the store's memory, so a second process delivering from the same file would send every job
+ * twice. The lock is an exclusive SQLite lock on a small file beside it (`<path>.lock`),
+ * which the operating system drops when the process ends, however it ends; the database file
+ * itself stays readable by other tools.
+ *
+ * @throws Error naming the file when another store (in this process or another) holds it.
+ */
+function takeOwnership(path: string): Database.Database {
+  const lock = new Database(`${path}.lock`, { timeout: 0 });
+  try {
+    // In exclusive mode a connection keeps the locks it takes; the write takes the strongest.
+    lock.pragma('locking_mode = EXCLUSIVE');
+    lock.pragma('user_version = 1');
+    return lock;
+  } catch (error) {
+    lock.close();
+    if ((error as { code?: unknown }).code === 'SQLITE_BUSY')
+      throw new Error(`${path} is in use by another Ferry process; run one Ferry per data directory (or use PostgreSQL for several nodes)`);
+    throw error;
+  }
+}
+
+/** A job handed to a worker: who holds it, and until when no one else may take it. */
+interface Lease {
+  owner: string;
+  destinationId: string;
+  untilMs: number;
+  /** When the lease is dropped even if nothing completed or released it. */
+  sweepAtMs: number;
+}
+
 /** Longest wait of deferred work for its commit. */
 const DEFER_MS = 5;
 
@@ -66,6 +99,8 @@ const DEFER_MS = 5;
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
   private readonly db: Database.Database;
+  /** Held open for the store's life: see {@link takeOwnership}. */
+  private readonly ownership: Database.Database | undefined;
   private pending: PendingWork[] = [];
   private flushImmediate: NodeJS.Immediate | undefined;
   private flushTimer: NodeJS.Timeout | undefined;
@@ -85,11 +120,24 @@ export class SqliteStore implements Store {
   private readonly runGroup: (group: PendingWork[]) => ({ ok: true; value: unknown } | { ok: false; error: unknown })[];
   private readonly syncFull: Database.Statement;
   private readonly syncNormal: Database.Statement;
-  private readonly nextDueStmt: Database.Statement<[string, ...unknown[]], { due: number }>;
+  /** Jobs handed out by {@link claim} and not yet completed or released, by delivery id. */
+  private readonly leases = new Map<number, Lease>();
+  /** The same leases by destination: what a claim of that destination must skip. */
+  private readonly leasesByDestination = new Map<string, Map<number, Lease>>();
+  /** When {@link claim} next drops leases long expired (see {@link sweepLeases}). */
+  private nextSweepAtMs = 0;
 
   constructor(options: SqliteStoreOptions) {
-    if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true });
-    this.db = new Database(options.path);
+    if (options.path !== ':memory:') {
+      mkdirSync(dirname(options.path), { recursive: true });
+      this.ownership = takeOwnership(options.path);
+    }
+    try {
+      this.db = new Database(options.path);
+    } catch (error) {
+      this.ownership?.close();
+      throw error;
+    }
     this.db.pragma('journal_mode = WAL');
     // NORMAL by default: claims and completions may be lost in a power cut and are then simply
     // redone (delivery is at least once). Commits that acknowledge input switch to FULL.
@@ -120,12 +168,6 @@ export class SqliteStore implements Store {
     );
     this.syncFull = db.prepare('PRAGMA synchronous = FULL');
     this.syncNormal = db.prepare('PRAGMA synchronous = NORMAL');
-    // One destination at a time: MIN over `destination_id IN (...)` defeats SQLite's min/max
-    // optimisation and walks every pending row of those destinations, while `=` with
-    // ORDER BY .. LIMIT 1 is one seek in the deliveries_due index.
-    this.nextDueStmt = db.prepare(
-      `SELECT next_attempt_at AS due FROM deliveries WHERE status = 'pending' AND destination_id = ? ORDER BY next_attempt_at LIMIT 1`,
-    );
     this.stmts = {
       insertEvent: db.prepare<[string, string, string, string | null, string | null, string | null, number, string], { id: number }>(
         `INSERT INTO events (source_id, message_id, type, user_id, anonymous_id, event, received_at, json)
@@ -143,13 +185,16 @@ export class SqliteStore implements Store {
          ON CONFLICT (source_id, code) DO UPDATE SET count = count + 1`,
       ),
       pruneRejections: db.prepare(`DELETE FROM rejections WHERE id <= (SELECT MAX(id) FROM rejections) - ${keptRejections}`),
-      claim: db.prepare<[string, number, string, number, number], ClaimRow>(
-        `UPDATE deliveries SET lease_owner = ?, next_attempt_at = ?
-         WHERE id IN (
-           SELECT id FROM deliveries
-           WHERE status = 'pending' AND destination_id = ? AND next_attempt_at <= ?
-           ORDER BY next_attempt_at, id LIMIT ?)
-         RETURNING id, destination_id, kind, body, message_id, user_id, attempt_count, first_attempt_at, trigger, created_at`,
+      // Held jobs are skipped in the index (which holds their ids) before any row is read.
+      claimFree: db.prepare<[string, number, string, number], ClaimRow>(
+        `SELECT id, destination_id, kind, body, message_id, user_id, attempt_count, first_attempt_at, trigger, created_at
+         FROM deliveries
+         WHERE status = 'pending' AND destination_id = ? AND next_attempt_at <= ? AND id NOT IN (SELECT value FROM json_each(?))
+         ORDER BY next_attempt_at, id LIMIT ?`,
+      ),
+      dueTimes: db.prepare<[string, number], { id: number; due: number }>(
+        `SELECT id, next_attempt_at AS due FROM deliveries WHERE status = 'pending' AND destination_id = ?
+         ORDER BY next_attempt_at, id LIMIT ?`,
       ),
       deliveryExists: db.prepare<[number], { one: number }>(`SELECT 1 AS one FROM deliveries WHERE id = ?`),
       // Positional parameters on the two statements of every delivery: binding by name costs more.
@@ -157,20 +202,20 @@ export class SqliteStore implements Store {
         `INSERT INTO attempts (delivery_id, url, started_at, latency_ms, status_code, error_class, error_message, response_body, trigger)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
-      completeSucceeded: db.prepare<[number, number, number, string]>(
+      completeSucceeded: db.prepare<[number, number, number]>(
         `UPDATE deliveries SET status = 'succeeded', attempt_count = attempt_count + 1, first_attempt_at = ?,
-           completed_at = ?, lease_owner = NULL, trigger = 'scheduled', last_error = NULL
-         WHERE id = ? AND lease_owner = ? AND status = 'pending'`,
+           completed_at = ?, trigger = 'scheduled', last_error = NULL
+         WHERE id = ? AND status = 'pending'`,
       ),
       completeRetry: db.prepare(
         `UPDATE deliveries SET attempt_count = attempt_count + 1, first_attempt_at = @firstAttemptAtMs,
-           next_attempt_at = @nextAttemptAtMs, lease_owner = NULL, trigger = 'scheduled', last_error = @lastError
-         WHERE id = @id AND lease_owner = @owner AND status = 'pending'`,
+           next_attempt_at = @nextAttemptAtMs, trigger = 'scheduled', last_error = @lastError
+         WHERE id = @id AND status = 'pending'`,
       ),
       completeDead: db.prepare(
         `UPDATE deliveries SET status = 'dead', attempt_count = attempt_count + 1, first_attempt_at = @firstAttemptAtMs,
-           completed_at = @nowMs, lease_owner = NULL, trigger = 'scheduled', dead_reason = @reason, last_error = @lastError
-         WHERE id = @id AND lease_owner = @owner AND status = 'pending'`,
+           completed_at = @nowMs, trigger = 'scheduled', dead_reason = @reason, last_error = @lastError
+         WHERE id = @id AND status = 'pending'`,
       ),
     };
   }
@@ -278,35 +323,92 @@ export class SqliteStore implements Store {
   async nextDueAt(destinationIds: string[]): Promise<number | null> {
     let due: number | null = null;
     for (const id of destinationIds) {
-      const row = this.nextDueStmt.get(id);
-      if (row !== undefined && (due === null || row.due < due)) due = row.due;
+      // One seek in the deliveries_due index per destination (MIN over `IN (...)` would walk
+      // every pending row). A held job is due when its lease runs out (it was due when claimed),
+      // so the scan goes on past held jobs to the first free one.
+      for (const row of this.stmts.dueTimes.all(id, (this.leasesByDestination.get(id)?.size ?? 0) + 1)) {
+        const lease = this.leases.get(row.id);
+        const at = lease === undefined ? row.due : lease.untilMs;
+        if (due === null || at < due) due = at;
+        if (lease === undefined) break;
+      }
     }
     return due;
   }
 
+  /**
+   * Leases live in memory, not in the file: one process owns a SQLite store (see
+   * docs/operations.md), so no other worker needs to see them, and a claim writes nothing. It
+   * reads the ids of due jobs from the deliveries_due index (which covers them), skips those
+   * held under a live lease, and reads the rows of the rest. After a crash every held job is
+   * due again at once: there is no lease in the file to wait out.
+   */
   claim(args: { destinationId: string; owner: string; nowMs: number; leaseMs: number; limit: number }): Promise<ClaimedDelivery[]> {
-    // At the end of this turn (the worker waits for it), in one commit with the completions
-    // queued so far: one WAL write for both.
-    return this.inGroupCommit(() => {
-      const rows = this.stmts.claim.all(args.owner, args.nowMs + args.leaseMs, args.destinationId, args.nowMs, args.limit);
-      return rows.map(toClaimed);
-    }, 'prompt');
+    if (!this.db.open) return Promise.reject(new Error('the store is closed'));
+    const { destinationId, owner, nowMs, leaseMs, limit } = args;
+    if (nowMs >= this.nextSweepAtMs) this.sweepLeases(nowMs, leaseMs);
+    const live: number[] = [];
+    for (const [id, lease] of this.heldBy(destinationId)) if (lease.untilMs > nowMs) live.push(id);
+    let rows: ClaimRow[];
+    try {
+      rows = this.stmts.claimFree.all(destinationId, nowMs, live.length > 0 ? JSON.stringify(live) : '[]', limit);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const until = nowMs + leaseMs;
+    for (const row of rows) this.hold(row.id, { owner, destinationId, untilMs: until, sweepAtMs: until + leaseMs });
+    return Promise.resolve(rows.map(toClaimed));
   }
 
   complete(args: Completion): Promise<boolean> {
     return this.completions.add(args);
   }
 
+  private heldBy(destinationId: string): Map<number, Lease> {
+    let held = this.leasesByDestination.get(destinationId);
+    if (!held) this.leasesByDestination.set(destinationId, (held = new Map()));
+    return held;
+  }
+
+  private hold(id: number, lease: Lease): void {
+    const before = this.leases.get(id);
+    if (before !== undefined) this.unhold(id, before);
+    this.leases.set(id, lease);
+    this.heldBy(lease.destinationId).set(id, lease);
+  }
+
+  private unhold(id: number, lease: Lease): void {
+    this.leases.delete(id);
+    this.leasesByDestination.get(lease.destinationId)?.delete(id);
+  }
+
+  /**
+   * Drops leases that ran out a whole lease period ago: their jobs were handed back, finished
+   * by another path (a deleted destination, a deletion request) or never started, and nothing
+   * else would ever drop them. A lease that has merely run out stays, so that its worker's late
+   * outcome still counts as long as no one else has taken the job.
+   */
+  private sweepLeases(nowMs: number, leaseMs: number): void {
+    this.nextSweepAtMs = nowMs + leaseMs;
+    for (const [id, lease] of this.leases) if (lease.sweepAtMs <= nowMs) this.unhold(id, lease);
+  }
+
   private completeOne(args: Completion): boolean {
-    const base = { id: args.id, owner: args.owner, nowMs: args.nowMs, firstAttemptAtMs: args.firstAttemptAtMs };
-    const o = args.outcome;
-    const result =
-      o.status === 'succeeded'
-        ? this.stmts.completeSucceeded.run(args.firstAttemptAtMs, args.nowMs, args.id, args.owner)
-        : o.status === 'pending'
-          ? this.stmts.completeRetry.run({ ...base, nextAttemptAtMs: o.nextAttemptAtMs, lastError: o.lastError })
-          : this.stmts.completeDead.run({ ...base, reason: o.reason, lastError: o.lastError });
-    const kept = result.changes === 1;
+    const lease = this.leases.get(args.id);
+    let kept = false;
+    // Another worker may have taken the job after this lease ran out: its outcome counts, not this one.
+    if (lease !== undefined && lease.owner === args.owner) {
+      const base = { id: args.id, nowMs: args.nowMs, firstAttemptAtMs: args.firstAttemptAtMs };
+      const o = args.outcome;
+      const result =
+        o.status === 'succeeded'
+          ? this.stmts.completeSucceeded.run(args.firstAttemptAtMs, args.nowMs, args.id)
+          : o.status === 'pending'
+            ? this.stmts.completeRetry.run({ ...base, nextAttemptAtMs: o.nextAttemptAtMs, lastError: o.lastError })
+            : this.stmts.completeDead.run({ ...base, reason: o.reason, lastError: o.lastError });
+      kept = result.changes === 1;
+      this.unhold(args.id, lease);
+    }
     // A lost lease still logs what was sent; a delivery purged meanwhile (a deletion
     // request) keeps nothing, since a response body may echo the user's data.
     if (kept || this.stmts.deliveryExists.get(args.id) !== undefined)
@@ -315,10 +417,15 @@ export class SqliteStore implements Store {
     return kept;
   }
 
-  async releaseLeases(owner: string, nowMs: number): Promise<number> {
-    return this.db
-      .prepare(`UPDATE deliveries SET lease_owner = NULL, next_attempt_at = ? WHERE status = 'pending' AND lease_owner = ?`)
-      .run(nowMs, owner).changes;
+  async releaseLeases(owner: string, _nowMs: number): Promise<number> {
+    // A held job kept its due time, which has passed: it is due again at once.
+    let released = 0;
+    for (const [id, lease] of this.leases)
+      if (lease.owner === owner) {
+        this.unhold(id, lease);
+        released++;
+      }
+    return released;
   }
 
   async abandonPending(destinationId: string, nowMs: number): Promise<number> {
@@ -362,7 +469,13 @@ export class SqliteStore implements Store {
     if (filter.afterId !== undefined) (where.push('id > ?'), params.push(filter.afterId));
     const sql = `SELECT * FROM deliveries ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id LIMIT ?`;
     const rows = this.db.prepare(sql).all(...params, filter.limit) as DeliveryRow[];
-    return rows.map(toDeliveryView);
+    return rows.map((row) => this.view(row));
+  }
+
+  /** A delivery as the admin API shows it: while held, due again when its lease runs out. */
+  private view(row: DeliveryRow): DeliveryView {
+    const lease = this.leases.get(row.id);
+    return toDeliveryView(lease === undefined ? row : { ...row, next_attempt_at: lease.untilMs });
   }
 
   async getDelivery(id: number): Promise<{ delivery: DeliveryView; body: string; attempts: AttemptView[] } | null> {
@@ -372,7 +485,7 @@ export class SqliteStore implements Store {
       .prepare(`SELECT * FROM attempts WHERE delivery_id = ? ORDER BY id`)
       .all(id) as AttemptRow[];
     return {
-      delivery: toDeliveryView(row),
+      delivery: this.view(row),
       body: row.body,
       attempts: attempts.map(toAttemptView),
     };
@@ -537,5 +650,6 @@ export class SqliteStore implements Store {
     // Writes queued in this very turn still commit: their callers are waiting for an answer.
     if (this.pending.length > 0) this.flushGroup();
     this.db.close();
+    this.ownership?.close();
   }
 }
