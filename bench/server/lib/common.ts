@@ -411,6 +411,19 @@ export function cpuMsOf(pid: number): number {
   }
 }
 
+/**
+ * CPU time the whole machine has been busy so far (every core, every process: the server, the
+ * receiver, the database), in ms (Linux /proc/stat; NaN elsewhere).
+ */
+export function machineBusyMs(): number {
+  try {
+    const [user, nice, system, , , irq, softirq] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    return (user! + nice! + system! + irq! + softirq!) * 10;
+  } catch {
+    return NaN;
+  }
+}
+
 export function rssOf(pid: number): number {
   try {
     const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));

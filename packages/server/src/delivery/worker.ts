@@ -317,11 +317,11 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     const firstAttemptAtMs = job.firstAttemptAtMs ?? startedAtMs;
     const body = Buffer.from(job.body);
     const signature = signatureFor(destination.settings, body);
-    const results: SendResult[] = await Promise.all(
-      destination.settings.webhooks.map((entry) =>
-        sender.send({ url: entry.url, headers: webhookHeaders(entry, signature), body, timeoutMs: settings.timeoutMs }),
-      ),
-    );
+    const { webhooks } = destination.settings;
+    const sendTo = (entry: (typeof webhooks)[number]): Promise<SendResult> =>
+      sender.send({ url: entry.url, headers: webhookHeaders(entry, signature), body, timeoutMs: settings.timeoutMs });
+    // Most destinations have one URL: no array of promises to gather for it.
+    const results: SendResult[] = webhooks.length === 1 ? [await sendTo(webhooks[0]!)] : await Promise.all(webhooks.map(sendTo));
     release();
     const nowMs = clock.now();
     const outcome: AttemptOutcome = decideOutcome({
@@ -352,7 +352,10 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       return;
     }
     const base = { id: job.id, destinationId: destination.id };
-    if (outcome.status === 'succeeded') this.emit('delivery:succeeded', { ...base, attempts: job.attemptCount + 1 });
+    if (outcome.status === 'succeeded') {
+      // The common case, many thousand times a second: no event object unless someone listens.
+      if (this.listenerCount('delivery:succeeded') > 0) this.emit('delivery:succeeded', { ...base, attempts: job.attemptCount + 1 });
+    }
     else if (outcome.status === 'pending') {
       logger.info({ ...base, lastError: outcome.lastError, nextAttemptAt: new Date(outcome.nextAttemptAtMs).toISOString() }, 'delivery will be retried');
       this.emit('delivery:retrying', { ...base, nextAttemptAtMs: outcome.nextAttemptAtMs, lastError: outcome.lastError });

@@ -122,15 +122,17 @@ export function createHttpSender(options: HttpSenderOptions): WebhookSender {
   // Parsed and vetted once per URL string: the policy is fixed for the sender's life.
   const targets = new TargetCache(policy);
 
-  async function send(request: SendRequest): Promise<SendResult> {
+  // Not async: a request that can be sent goes straight to its exchange, one promise in all.
+  function send(request: SendRequest): Promise<SendResult> {
     const startedAtMs = clock.now();
-    const fail = (errorClass: ErrorClass, errorMessage: string): SendResult => ({
-      url: request.url,
-      startedAtMs,
-      latencyMs: clock.now() - startedAtMs,
-      errorClass,
-      errorMessage,
-    });
+    const fail = (errorClass: ErrorClass, errorMessage: string): Promise<SendResult> =>
+      Promise.resolve({
+        url: request.url,
+        startedAtMs,
+        latencyMs: clock.now() - startedAtMs,
+        errorClass,
+        errorMessage,
+      });
 
     if (closed) return fail('protocol', 'the sender is closed');
     const target = targets.get(request.url);
@@ -141,18 +143,19 @@ export function createHttpSender(options: HttpSenderOptions): WebhookSender {
   }
 
   return {
-    async send(request) {
+    send(request) {
       try {
-        return await send(request);
+        return send(request);
       } catch (error) {
-        // Nothing above should throw; this keeps the "always a value" contract if something does.
-        return {
+        // Nothing above should throw (the exchange's promise never rejects); this keeps the
+        // "always a value" contract if something does.
+        return Promise.resolve({
           url: request.url,
           startedAtMs: clock.now(),
           latencyMs: 0,
           errorClass: 'protocol',
           errorMessage: describe(error),
-        };
+        });
       }
     },
     async close() {
@@ -303,57 +306,64 @@ function exchange(
     };
     let timer = setTimeout(giveUp, request.timeoutMs);
 
-    agent.dispatch(
-      {
-        origin: target.origin,
-        path: target.path,
-        method: 'POST',
-        headers: transportHeaders(request.headers),
-        body: request.body,
-        headersTimeout: request.timeoutMs,
+    const handler = {
+      onConnect(abortRequest: (reason: Error) => void) {
+        abort = abortRequest;
+        if (timedOut) abortRequest(new Error('the webhook exchange ran out of time'));
       },
-      {
-        onConnect(abortRequest: (reason: Error) => void) {
-          abort = abortRequest;
-          if (timedOut) abortRequest(new Error('the webhook exchange ran out of time'));
-        },
-        onHeaders(code: number, headers: Buffer[]) {
-          if (code < 200) return true;
-          statusCode = code;
-          rawHeaders = headers;
-          latencyMs = clock.now() - startedAtMs;
-          clearTimeout(timer);
-          // A small body usually arrives with the head, in the same parser pass: the body's
-          // own deadline is only set if it is still missing once that pass is over.
-          queueMicrotask(() => {
-            if (!done) timer = setTimeout(giveUp, Math.min(bodyWaitMs, request.timeoutMs));
-          });
-          return true;
-        },
-        onData(chunk: Buffer) {
-          seenBytes += chunk.length;
-          if (keptBytes < RESPONSE_BODY_LIMIT_BYTES) {
-            const part = chunk.subarray(0, RESPONSE_BODY_LIMIT_BYTES - keptBytes);
-            kept.push(Buffer.from(part));
-            keptBytes += part.length;
-          }
-          if (seenBytes > RESPONSE_BODY_LIMIT_BYTES + RESPONSE_DRAIN_LIMIT_BYTES) {
-            finish();
-            abort?.(new Error('response body too large to drain'));
-            return false;
-          }
-          return true;
-        },
-        onComplete() {
+      onHeaders(code: number, headers: Buffer[]) {
+        if (code < 200) return true;
+        statusCode = code;
+        rawHeaders = headers;
+        latencyMs = clock.now() - startedAtMs;
+        clearTimeout(timer);
+        // A small body usually arrives with the head, in the same parser pass: the body's
+        // own deadline is only set if it is still missing once that pass is over.
+        queueMicrotask(() => {
+          if (!done) timer = setTimeout(giveUp, Math.min(bodyWaitMs, request.timeoutMs));
+        });
+        return true;
+      },
+      onData(chunk: Buffer) {
+        seenBytes += chunk.length;
+        if (keptBytes < RESPONSE_BODY_LIMIT_BYTES) {
+          const part = chunk.subarray(0, RESPONSE_BODY_LIMIT_BYTES - keptBytes);
+          kept.push(Buffer.from(part));
+          keptBytes += part.length;
+        }
+        if (seenBytes > RESPONSE_BODY_LIMIT_BYTES + RESPONSE_DRAIN_LIMIT_BYTES) {
           finish();
+          abort?.(new Error('response body too large to drain'));
+          return false;
+        }
+        return true;
+      },
+      onComplete() {
+        finish();
+      },
+      onError(error: Error) {
+        // Errors after the head do not change the outcome: the status already arrived.
+        if (statusCode !== undefined) return finish();
+        fail(classify(error), describe(error));
+      },
+    } as unknown as Dispatcher.DispatchHandler;
+    // undici reports a refused dispatch through onError; a throw is caught all the same, since
+    // this promise must resolve, never reject.
+    try {
+      agent.dispatch(
+        {
+          origin: target.origin,
+          path: target.path,
+          method: 'POST',
+          headers: transportHeaders(request.headers),
+          body: request.body,
+          headersTimeout: request.timeoutMs,
         },
-        onError(error: Error) {
-          // Errors after the head do not change the outcome: the status already arrived.
-          if (statusCode !== undefined) return finish();
-          fail(classify(error), describe(error));
-        },
-      } as unknown as Dispatcher.DispatchHandler,
-    );
+        handler,
+      );
+    } catch (error) {
+      fail('protocol', describe(error));
+    }
   });
 }
 
