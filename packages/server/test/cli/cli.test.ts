@@ -69,6 +69,16 @@ describe('ferry serve', () => {
     assert.match(ferry.output(), /ok-data/);
     const health = await fetch(`${base}/health`);
     assert.deepEqual(((await health.json()) as any).status, 'ok');
+    // One process per SQLite data directory: a second one stops at start and says why.
+    const second = spawnFerry(['serve', '--data', join(dir, 'ok-data'), '--host', '127.0.0.1'], {
+      FERRY_CONFIG: path,
+      PORT: '0',
+      APP_KEY: 'k',
+      HOOK_SECRET: 's',
+      FERRY_ADMIN_TOKEN: 'cli-admin',
+    });
+    assert.equal((await second.exited).code, 1);
+    assert.match(second.output(), /ferry: .*ferry\.db is in use by another Ferry process/);
     const res = await fetch(`${base}/v1/track`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: 'Basic ' + Buffer.from('super-secret-write-key:').toString('base64') },

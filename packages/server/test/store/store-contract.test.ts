@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import Database from 'better-sqlite3';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { AttemptRecord, NewEvent, Store } from '../../src/store/store.js';
 import { openFreshPgStore, stopPostgres } from '../helpers/postgres.js';
@@ -270,6 +271,29 @@ describe('SQLite store: one process per file, leases in memory', () => {
       const second = new SqliteStore({ path });
       await second.close();
     } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a completion that cannot be committed leaves its job held until the lease runs out, not due again at once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ferry-store-'));
+    const path = join(dir, 'ferry.db');
+    const store = new SqliteStore({ path });
+    // Another connection (the lock guards ferry.db.lock, not the database) makes the attempt log refuse rows.
+    const other = new Database(path);
+    try {
+      await store.ingest({ receivedAtMs: t0, events: [event('a')], rejections: [] });
+      const [job] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 1000, limit: 10 });
+      other.exec(`CREATE TRIGGER refuse BEFORE INSERT ON attempts BEGIN SELECT RAISE(ABORT, 'refused'); END`);
+      const ok = attempt({ statusCode: 200, errorClass: null, errorMessage: null });
+      await assert.rejects(store.complete({ id: job!.id, owner: 'w', nowMs: t0 + 1, firstAttemptAtMs: t0, attempts: [ok], outcome: { status: 'succeeded' } }), /refused/);
+      assert.deepEqual(await store.claim({ destinationId: 'd1', owner: 'x', nowMs: t0 + 999, leaseMs: 1000, limit: 10 }), [], 'still held');
+      assert.equal(await store.nextDueAt(['d1']), t0 + 1000);
+      other.exec('DROP TRIGGER refuse');
+      assert.equal((await store.claim({ destinationId: 'd1', owner: 'x', nowMs: t0 + 1000, leaseMs: 1000, limit: 10 })).length, 1, 'due again when the lease runs out');
+    } finally {
+      other.close();
+      await store.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -110,7 +110,16 @@ export class SqliteStore implements Store {
    * refused, and their jobs come back when their leases run out).
    */
   private readonly completions = new Batcher<Completion, boolean>(
-    (batch) => this.inGroupCommit(() => batch.map((c) => this.completeOne(c)), 'deferred'),
+    (batch) =>
+      this.inGroupCommit(() => batch.map((c) => this.completeOne(c)), 'deferred').then((kept) => {
+        // Only once the outcome is committed: if the commit fails (a full disk), the jobs stay
+        // held until their leases run out, instead of being sent again at once, and again.
+        for (const c of batch) {
+          const lease = this.leases.get(c.id);
+          if (lease !== undefined && lease.owner === c.owner) this.unhold(c.id, lease);
+        }
+        return kept;
+      }),
     { maxBatch: Number.POSITIVE_INFINITY, parallel: Number.POSITIVE_INFINITY },
   );
   private readonly stmts;
@@ -407,7 +416,6 @@ export class SqliteStore implements Store {
             ? this.stmts.completeRetry.run({ ...base, nextAttemptAtMs: o.nextAttemptAtMs, lastError: o.lastError })
             : this.stmts.completeDead.run({ ...base, reason: o.reason, lastError: o.lastError });
       kept = result.changes === 1;
-      this.unhold(args.id, lease);
     }
     // A lost lease still logs what was sent; a delivery purged meanwhile (a deletion
     // request) keeps nothing, since a response body may echo the user's data.
