@@ -355,8 +355,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     if (outcome.status === 'succeeded') {
       // The common case, many thousand times a second: no event object unless someone listens.
       if (this.listenerCount('delivery:succeeded') > 0) this.emit('delivery:succeeded', { ...base, attempts: job.attemptCount + 1 });
-    }
-    else if (outcome.status === 'pending') {
+    } else if (outcome.status === 'pending') {
       logger.info({ ...base, lastError: outcome.lastError, nextAttemptAt: new Date(outcome.nextAttemptAtMs).toISOString() }, 'delivery will be retried');
       this.emit('delivery:retrying', { ...base, nextAttemptAtMs: outcome.nextAttemptAtMs, lastError: outcome.lastError });
     } else {

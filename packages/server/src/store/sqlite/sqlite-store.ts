@@ -95,6 +95,8 @@ const DEFER_MS = 5;
  * The embedded store: one SQLite file in WAL mode with full sync, so a resolved `ingest`
  * has reached the disk. Concurrent ingestion requests are committed together (group commit):
  * every write queued during one turn of the event loop shares a transaction and an fsync.
+ * One process owns the file while the store is open (see {@link takeOwnership}), and holds
+ * its delivery leases in memory (see {@link SqliteStore.claim}).
  */
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
