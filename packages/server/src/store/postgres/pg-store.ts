@@ -243,16 +243,18 @@ export class PgStore implements Store {
   }
 
   async claim(args: { destinationId: string; owner: string; nowMs: number; leaseMs: number; limit: number }): Promise<ClaimedDelivery[]> {
-    const { rows } = await this.pool.query<ClaimRow>(
-      `UPDATE deliveries SET lease_owner = $1, next_attempt_at = $2
+    const { rows } = await this.pool.query<ClaimRow>({
+      // Named: parsed once per connection, and after a few runs planned once too.
+      name: 'ferry-claim',
+      text: `UPDATE deliveries SET lease_owner = $1, next_attempt_at = $2
        WHERE id IN (
          SELECT id FROM deliveries
          WHERE status = 'pending' AND destination_id = $3 AND next_attempt_at <= $4
          ORDER BY next_attempt_at, id LIMIT $5
          FOR UPDATE SKIP LOCKED)
        RETURNING id, destination_id, kind, body, message_id, user_id, attempt_count, first_attempt_at, trigger, created_at`,
-      [args.owner, args.nowMs + args.leaseMs, args.destinationId, args.nowMs, args.limit],
-    );
+      values: [args.owner, args.nowMs + args.leaseMs, args.destinationId, args.nowMs, args.limit],
+    });
     return rows.sort((a, b) => a.id - b.id).map(toClaimed);
   }
 
@@ -282,8 +284,10 @@ export class PgStore implements Store {
   private async completeTogether(items: Completion[]): Promise<boolean[]> {
     const attempts = items.flatMap((c) => c.attempts.map((a) => ({ id: c.id, ...a })));
     const o = items.map((c) => c.outcome);
-    const { rows } = await this.completionPool.query<{ id: number }>(
-      `WITH x AS (
+    const { rows } = await this.completionPool.query<{ id: number }>({
+      // Named: this statement takes longer to plan than to run for a small group.
+      name: 'ferry-complete',
+      text: `WITH x AS (
          SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[], $7::text[], $8::text[])
            AS x(id, owner, first_at, status, next_at, completed_at, reason, last_error)
        ), updated AS (
@@ -301,7 +305,7 @@ export class PgStore implements Store {
          ORDER BY n
        )
        SELECT id FROM updated`,
-      [
+      values: [
         items.map((c) => c.id),
         items.map((c) => c.owner),
         items.map((c) => c.firstAttemptAtMs),
@@ -320,7 +324,7 @@ export class PgStore implements Store {
         attempts.map((a) => a.responseBody),
         attempts.map((a) => a.trigger),
       ],
-    );
+    });
     const kept = new Set(rows.map((r) => r.id));
     return items.map((c) => kept.has(c.id));
   }
