@@ -181,6 +181,11 @@ export interface Completion {
   id: number;
   /** The lease owner that sent it; the outcome is kept only if it still holds the lease. */
   owner: string;
+  /**
+   * The job's `createdAtMs` as claimed. SQLite may give the id of a deleted row (a deletion
+   * request) to a new one; with this, an outcome of the deleted job never lands on it.
+   */
+  createdAtMs?: number;
   nowMs: number;
   firstAttemptAtMs: number;
   attempts: AttemptRecord[];

@@ -257,6 +257,37 @@ for (const backend of backends) {
         assert.equal(await store.releaseLeases('w2', t0 + 5002), 1);
         assert.ok((await store.nextDueAt(['d1']))! <= t0 + 5002, 'released: due at once');
       }));
+
+    test('S12 a held job purged by a deletion request: its notice is sent at once, the late outcome lands nowhere', () =>
+      withStore(async (store) => {
+        await store.ingest({ receivedAtMs: t0, events: [event('a')], rejections: [] });
+        const [held] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 10 });
+        await store.createRegulation({ id: 'reg_held', userIds: ['u1'], sourceIds: null, nowMs: t0 + 1 });
+        // On SQLite the notice may take the purged row's id (the highest one).
+        await store.executeRegulation({ id: 'reg_held', notices: [{ destinationId: 'd1', sourceId: 'app', userId: 'u1', body: '{"type":"delete"}' }], nowMs: t0 + 2 });
+        assert.equal(await store.nextDueAt(['d1']), t0 + 2);
+        const [notice] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 3, leaseMs: 60_000, limit: 10 });
+        assert.equal(notice!.kind, 'delete', 'not hidden behind the purged job');
+        const ok = attempt({ statusCode: 200, errorClass: null, errorMessage: null, responseBody: 'echo of u1' });
+        assert.equal(await store.complete({ id: held!.id, owner: 'w', createdAtMs: held!.createdAtMs, nowMs: t0 + 4, firstAttemptAtMs: t0, attempts: [ok], outcome: { status: 'succeeded' } }), false);
+        const detail = (await store.getDelivery(notice!.id))!;
+        assert.equal(detail.delivery.status, 'pending', "the purged job's outcome is not the notice's");
+        assert.deepEqual(detail.attempts, [], 'and its response is logged nowhere');
+        assert.equal(await store.complete({ id: notice!.id, owner: 'w', createdAtMs: notice!.createdAtMs, nowMs: t0 + 5, firstAttemptAtMs: t0 + 3, attempts: [ok], outcome: { status: 'succeeded' } }), true);
+      }));
+
+    test('S13 jobs held when their destination is deleted, then replayed: claimable at once, the old outcome refused', () =>
+      withStore(async (store) => {
+        await store.ingest({ receivedAtMs: t0, events: [event('a')], rejections: [] });
+        const [held] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 10 });
+        assert.equal(await store.abandonPending('d1', t0 + 1), 1);
+        assert.equal(await store.replay({ destinationId: 'd1' }, t0 + 2), 1);
+        const [again] = await store.claim({ destinationId: 'd1', owner: 'x', nowMs: t0 + 3, leaseMs: 60_000, limit: 10 });
+        assert.equal(again?.id, held!.id);
+        const ok = attempt({ statusCode: 200, errorClass: null, errorMessage: null });
+        assert.equal(await store.complete({ id: held!.id, owner: 'w', createdAtMs: held!.createdAtMs, nowMs: t0 + 4, firstAttemptAtMs: t0, attempts: [ok], outcome: { status: 'succeeded' } }), false);
+        assert.equal((await store.getDelivery(held!.id))!.delivery.status, 'pending');
+      }));
   });
 }
 
@@ -267,6 +298,7 @@ describe('SQLite store: one process per file, leases in memory', () => {
       const path = join(dir, 'ferry.db');
       const first = new SqliteStore({ path });
       assert.throws(() => new SqliteStore({ path }), /in use by another Ferry process/);
+      assert.throws(() => new SqliteStore({ path }), /in use by another Ferry process/, 'a refused attempt leaves the lock with its owner');
       await first.close();
       const second = new SqliteStore({ path });
       await second.close();
@@ -275,7 +307,7 @@ describe('SQLite store: one process per file, leases in memory', () => {
     }
   });
 
-  test('a completion that cannot be committed leaves its job held until the lease runs out, not due again at once', async () => {
+  test('a completion refused by the database leaves its job held until the lease runs out, not due again at once', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ferry-store-'));
     const path = join(dir, 'ferry.db');
     const store = new SqliteStore({ path });
@@ -298,7 +330,29 @@ describe('SQLite store: one process per file, leases in memory', () => {
     }
   });
 
-  test('after a crash (the file opened again with jobs still held) those jobs are due at once', async () => {
+  test('while outcomes cannot be recorded (the database locked by another process), claims stop, and resume when it is free', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ferry-store-'));
+    const path = join(dir, 'ferry.db');
+    const store = new SqliteStore({ path });
+    const other = new Database(path);
+    try {
+      await store.ingest({ receivedAtMs: t0, events: [event('a'), event('b')], rejections: [] });
+      const [job] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 1000, limit: 1 });
+      other.prepare('BEGIN IMMEDIATE').run();
+      const ok = attempt({ statusCode: 200, errorClass: null, errorMessage: null });
+      await assert.rejects(store.complete({ id: job!.id, owner: 'w', nowMs: t0 + 1, firstAttemptAtMs: t0, attempts: [ok], outcome: { status: 'succeeded' } }), { code: 'SQLITE_BUSY' });
+      // Reading would still work: without the stop, b would be sent now and a again at t0 + 1000, with no outcome recorded.
+      await assert.rejects(store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 2000, leaseMs: 1000, limit: 10 }), { code: 'SQLITE_BUSY' });
+      other.prepare('COMMIT').run();
+      assert.equal((await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 2000, leaseMs: 1000, limit: 10 })).length, 2);
+    } finally {
+      other.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a store opened again without its leases released (as after a crash) finds those jobs due at once', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ferry-store-'));
     try {
       const path = join(dir, 'ferry.db');

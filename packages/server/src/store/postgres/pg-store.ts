@@ -86,7 +86,9 @@ export class PgStore implements Store {
       // A server that is down or unreachable must fail a request (503) rather than hang it.
       connectionTimeoutMillis: 5000,
     });
-    const pool = new pg.Pool(poolOptions(options.poolSize ?? 10, ''));
+    // The claim is a named statement whose best plan depends on its values (how many jobs one
+    // destination has due): always planned for them, as an unnamed statement is; parsed once.
+    const pool = new pg.Pool(poolOptions(options.poolSize ?? 10, ' -c plan_cache_mode=force_custom_plan'));
     const completionPool = new pg.Pool(poolOptions(2, ' -c synchronous_commit=off'));
     // An idle client's error (e.g. the server restarted) must not crash the process; the next query reconnects.
     pool.on('error', () => {});
@@ -244,7 +246,7 @@ export class PgStore implements Store {
 
   async claim(args: { destinationId: string; owner: string; nowMs: number; leaseMs: number; limit: number }): Promise<ClaimedDelivery[]> {
     const { rows } = await this.pool.query<ClaimRow>({
-      // Named: parsed once per connection, and after a few runs planned once too.
+      // Named: parsed once per connection (planned each time: see the pool's plan_cache_mode).
       name: 'ferry-claim',
       text: `UPDATE deliveries SET lease_owner = $1, next_attempt_at = $2
        WHERE id IN (
@@ -285,7 +287,8 @@ export class PgStore implements Store {
     const attempts = items.flatMap((c) => c.attempts.map((a) => ({ id: c.id, ...a })));
     const o = items.map((c) => c.outcome);
     const { rows } = await this.completionPool.query<{ id: number }>({
-      // Named: this statement takes longer to plan than to run for a small group.
+      // Named: planned once after a few runs, since planning it took longer than running it for a
+      // small group; its plan (a primary-key lookup per item) does not depend on the values.
       name: 'ferry-complete',
       text: `WITH x AS (
          SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[], $7::text[], $8::text[])

@@ -68,7 +68,9 @@ function takeOwnership(path: string): Database.Database {
   const lock = new Database(`${path}.lock`, { timeout: 0 });
   try {
     // In exclusive mode a connection keeps the locks it takes; the write takes the strongest.
+    // No journal: the file holds nothing worth one, and no -journal file is left beside it.
     lock.pragma('locking_mode = EXCLUSIVE');
+    lock.pragma('journal_mode = OFF');
     lock.pragma('user_version = 1');
     return lock;
   } catch (error) {
@@ -83,9 +85,16 @@ function takeOwnership(path: string): Database.Database {
 interface Lease {
   owner: string;
   destinationId: string;
+  /** The row's created_at: with its id, which job this is (SQLite reuses the ids of deleted rows). */
+  createdAtMs: number;
   untilMs: number;
   /** When the lease is dropped even if nothing completed or released it. */
   sweepAtMs: number;
+}
+
+/** Whether a completion comes from the worker holding this lease, for the same job. */
+function holds(lease: Lease, completion: Completion): boolean {
+  return lease.owner === completion.owner && (completion.createdAtMs === undefined || completion.createdAtMs === lease.createdAtMs);
 }
 
 /** Longest wait of deferred work for its commit. */
@@ -113,15 +122,22 @@ export class SqliteStore implements Store {
    */
   private readonly completions = new Batcher<Completion, boolean>(
     (batch) =>
-      this.inGroupCommit(() => batch.map((c) => this.completeOne(c)), 'deferred').then((kept) => {
-        // Only once the outcome is committed: if the commit fails (a full disk), the jobs stay
-        // held until their leases run out, instead of being sent again at once, and again.
-        for (const c of batch) {
-          const lease = this.leases.get(c.id);
-          if (lease !== undefined && lease.owner === c.owner) this.unhold(c.id, lease);
-        }
-        return kept;
-      }),
+      this.inGroupCommit(() => batch.map((c) => this.completeOne(c)), 'deferred').then(
+        (kept) => {
+          this.recordsFailing = undefined;
+          // Only once the outcome is committed: if the commit fails (a full disk), the jobs stay
+          // held until their leases run out, instead of being sent again at once, and again.
+          for (const c of batch) {
+            const lease = this.leases.get(c.id);
+            if (lease !== undefined && holds(lease, c)) this.unhold(c.id, lease);
+          }
+          return kept;
+        },
+        (error: unknown) => {
+          this.recordsFailing = error;
+          throw error;
+        },
+      ),
     { maxBatch: Number.POSITIVE_INFINITY, parallel: Number.POSITIVE_INFINITY },
   );
   private readonly stmts;
@@ -137,98 +153,108 @@ export class SqliteStore implements Store {
   private readonly leasesByDestination = new Map<string, Map<number, Lease>>();
   /** When {@link claim} next drops leases long expired (see {@link sweepLeases}). */
   private nextSweepAtMs = 0;
+  /** Why the last group of completions could not be recorded, until a write succeeds again. */
+  private recordsFailing: unknown;
 
   constructor(options: SqliteStoreOptions) {
     if (options.path !== ':memory:') {
       mkdirSync(dirname(options.path), { recursive: true });
       this.ownership = takeOwnership(options.path);
     }
+    let opened: Database.Database | undefined;
     try {
-      this.db = new Database(options.path);
+      this.db = opened = new Database(options.path);
+      this.db.pragma('journal_mode = WAL');
+      // NORMAL by default: claims and completions may be lost in a power cut and are then simply
+      // redone (delivery is at least once). Commits that acknowledge input switch to FULL.
+      this.db.pragma('synchronous = NORMAL');
+      // Waiting for a lock blocks the event loop, so wait briefly and let the caller answer 503
+      // (ingestion) or retry at the next round (delivery) instead.
+      this.db.pragma('busy_timeout = 250');
+      // 32 MB of page cache (the default is 2 MB): a group commit of many requests writes
+      // several MB, and spilling dirty pages mid-transaction costs extra WAL writes. Bounded,
+      // so memory stays flat however large the backlog grows.
+      this.db.pragma('cache_size = -32768');
+      this.db.pragma('temp_store = MEMORY');
+      // Checkpoint every ~40 MB of WAL instead of every 4 MB: the same hot pages (the due index,
+      // the newest rows) are rewritten by many commits between two checkpoints, and each
+      // checkpoint copies them to the database file once, with two fsyncs, on this thread.
+      this.db.pragma('wal_autocheckpoint = 10000');
+      this.migrate();
+      const db = this.db;
+      this.inSavepoint = db.transaction((run: () => unknown) => run());
+      this.runGroup = db.transaction((group: PendingWork[]) =>
+        group.map((p): { ok: true; value: unknown } | { ok: false; error: unknown } => {
+          try {
+            return { ok: true, value: this.inSavepoint(p.run) };
+          } catch (error) {
+            return { ok: false, error };
+          }
+        }),
+      );
+      this.syncFull = db.prepare('PRAGMA synchronous = FULL');
+      this.syncNormal = db.prepare('PRAGMA synchronous = NORMAL');
+      this.stmts = {
+        insertEvent: db.prepare<[string, string, string, string | null, string | null, string | null, number, string], { id: number }>(
+          `INSERT INTO events (source_id, message_id, type, user_id, anonymous_id, event, received_at, json)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source_id, message_id) DO NOTHING RETURNING id`,
+        ),
+        insertDelivery: db.prepare<[string, string | null, number | null, string, string | null, string | null, string, number, number]>(
+          `INSERT INTO deliveries (destination_id, source_id, event_id, kind, message_id, user_id, body, created_at, next_attempt_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        ),
+        insertRejection: db.prepare(
+          `INSERT INTO rejections (source_id, batch_index, code, message, received_at) VALUES (?, ?, ?, ?, ?)`,
+        ),
+        countRejection: db.prepare(
+          `INSERT INTO rejection_counts (source_id, code, count) VALUES (?, ?, 1)
+           ON CONFLICT (source_id, code) DO UPDATE SET count = count + 1`,
+        ),
+        pruneRejections: db.prepare(`DELETE FROM rejections WHERE id <= (SELECT MAX(id) FROM rejections) - ${keptRejections}`),
+        // Held jobs are skipped in the index (which holds their ids) before any row is read.
+        claimFree: db.prepare<[string, number, string, number], ClaimRow>(
+          `SELECT id, destination_id, kind, body, message_id, user_id, attempt_count, first_attempt_at, trigger, created_at
+           FROM deliveries
+           WHERE status = 'pending' AND destination_id = ? AND next_attempt_at <= ? AND id NOT IN (SELECT value FROM json_each(?))
+           ORDER BY next_attempt_at, id LIMIT ?`,
+        ),
+        dueTimes: db.prepare<[string, number], { id: number; due: number }>(
+          `SELECT id, next_attempt_at AS due FROM deliveries WHERE status = 'pending' AND destination_id = ?
+           ORDER BY next_attempt_at, id LIMIT ?`,
+        ),
+        probeWrite: db.prepare<[number]>(
+          `INSERT INTO settings (key, value) VALUES ('store_write_probe', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+        ),
+        deliveryExists: db.prepare<[number, number | null, number | null], { one: number }>(
+          `SELECT 1 AS one FROM deliveries WHERE id = ? AND (? IS NULL OR created_at = ?)`,
+        ),
+        // Positional parameters on the two statements of every delivery: binding by name costs more.
+        insertAttempt: db.prepare<[number, string, number, number, number | null, string | null, string | null, string | null, string]>(
+          `INSERT INTO attempts (delivery_id, url, started_at, latency_ms, status_code, error_class, error_message, response_body, trigger)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        ),
+        completeSucceeded: db.prepare<[number, number, number]>(
+          `UPDATE deliveries SET status = 'succeeded', attempt_count = attempt_count + 1, first_attempt_at = ?,
+             completed_at = ?, trigger = 'scheduled', last_error = NULL
+           WHERE id = ? AND status = 'pending'`,
+        ),
+        completeRetry: db.prepare(
+          `UPDATE deliveries SET attempt_count = attempt_count + 1, first_attempt_at = @firstAttemptAtMs,
+             next_attempt_at = @nextAttemptAtMs, trigger = 'scheduled', last_error = @lastError
+           WHERE id = @id AND status = 'pending'`,
+        ),
+        completeDead: db.prepare(
+          `UPDATE deliveries SET status = 'dead', attempt_count = attempt_count + 1, first_attempt_at = @firstAttemptAtMs,
+             completed_at = @nowMs, trigger = 'scheduled', dead_reason = @reason, last_error = @lastError
+           WHERE id = @id AND status = 'pending'`,
+        ),
+      };
     } catch (error) {
+      // Nothing half-open stays behind, least of all the lock: the next try must not find it taken.
+      if (opened?.open) opened.close();
       this.ownership?.close();
       throw error;
     }
-    this.db.pragma('journal_mode = WAL');
-    // NORMAL by default: claims and completions may be lost in a power cut and are then simply
-    // redone (delivery is at least once). Commits that acknowledge input switch to FULL.
-    this.db.pragma('synchronous = NORMAL');
-    // Waiting for a lock blocks the event loop, so wait briefly and let the caller answer 503
-    // (ingestion) or retry at the next round (delivery) instead.
-    this.db.pragma('busy_timeout = 250');
-    // 32 MB of page cache (the default is 2 MB): a group commit of many requests writes
-    // several MB, and spilling dirty pages mid-transaction costs extra WAL writes. Bounded,
-    // so memory stays flat however large the backlog grows.
-    this.db.pragma('cache_size = -32768');
-    this.db.pragma('temp_store = MEMORY');
-    // Checkpoint every ~40 MB of WAL instead of every 4 MB: the same hot pages (the due index,
-    // the newest rows) are rewritten by many commits between two checkpoints, and each
-    // checkpoint copies them to the database file once, with two fsyncs, on this thread.
-    this.db.pragma('wal_autocheckpoint = 10000');
-    this.migrate();
-    const db = this.db;
-    this.inSavepoint = db.transaction((run: () => unknown) => run());
-    this.runGroup = db.transaction((group: PendingWork[]) =>
-      group.map((p): { ok: true; value: unknown } | { ok: false; error: unknown } => {
-        try {
-          return { ok: true, value: this.inSavepoint(p.run) };
-        } catch (error) {
-          return { ok: false, error };
-        }
-      }),
-    );
-    this.syncFull = db.prepare('PRAGMA synchronous = FULL');
-    this.syncNormal = db.prepare('PRAGMA synchronous = NORMAL');
-    this.stmts = {
-      insertEvent: db.prepare<[string, string, string, string | null, string | null, string | null, number, string], { id: number }>(
-        `INSERT INTO events (source_id, message_id, type, user_id, anonymous_id, event, received_at, json)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (source_id, message_id) DO NOTHING RETURNING id`,
-      ),
-      insertDelivery: db.prepare<[string, string | null, number | null, string, string | null, string | null, string, number, number]>(
-        `INSERT INTO deliveries (destination_id, source_id, event_id, kind, message_id, user_id, body, created_at, next_attempt_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ),
-      insertRejection: db.prepare(
-        `INSERT INTO rejections (source_id, batch_index, code, message, received_at) VALUES (?, ?, ?, ?, ?)`,
-      ),
-      countRejection: db.prepare(
-        `INSERT INTO rejection_counts (source_id, code, count) VALUES (?, ?, 1)
-         ON CONFLICT (source_id, code) DO UPDATE SET count = count + 1`,
-      ),
-      pruneRejections: db.prepare(`DELETE FROM rejections WHERE id <= (SELECT MAX(id) FROM rejections) - ${keptRejections}`),
-      // Held jobs are skipped in the index (which holds their ids) before any row is read.
-      claimFree: db.prepare<[string, number, string, number], ClaimRow>(
-        `SELECT id, destination_id, kind, body, message_id, user_id, attempt_count, first_attempt_at, trigger, created_at
-         FROM deliveries
-         WHERE status = 'pending' AND destination_id = ? AND next_attempt_at <= ? AND id NOT IN (SELECT value FROM json_each(?))
-         ORDER BY next_attempt_at, id LIMIT ?`,
-      ),
-      dueTimes: db.prepare<[string, number], { id: number; due: number }>(
-        `SELECT id, next_attempt_at AS due FROM deliveries WHERE status = 'pending' AND destination_id = ?
-         ORDER BY next_attempt_at, id LIMIT ?`,
-      ),
-      deliveryExists: db.prepare<[number], { one: number }>(`SELECT 1 AS one FROM deliveries WHERE id = ?`),
-      // Positional parameters on the two statements of every delivery: binding by name costs more.
-      insertAttempt: db.prepare<[number, string, number, number, number | null, string | null, string | null, string | null, string]>(
-        `INSERT INTO attempts (delivery_id, url, started_at, latency_ms, status_code, error_class, error_message, response_body, trigger)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ),
-      completeSucceeded: db.prepare<[number, number, number]>(
-        `UPDATE deliveries SET status = 'succeeded', attempt_count = attempt_count + 1, first_attempt_at = ?,
-           completed_at = ?, trigger = 'scheduled', last_error = NULL
-         WHERE id = ? AND status = 'pending'`,
-      ),
-      completeRetry: db.prepare(
-        `UPDATE deliveries SET attempt_count = attempt_count + 1, first_attempt_at = @firstAttemptAtMs,
-           next_attempt_at = @nextAttemptAtMs, trigger = 'scheduled', last_error = @lastError
-         WHERE id = @id AND status = 'pending'`,
-      ),
-      completeDead: db.prepare(
-        `UPDATE deliveries SET status = 'dead', attempt_count = attempt_count + 1, first_attempt_at = @firstAttemptAtMs,
-           completed_at = @nowMs, trigger = 'scheduled', dead_reason = @reason, last_error = @lastError
-         WHERE id = @id AND status = 'pending'`,
-      ),
-    };
   }
 
   private migrate(): void {
@@ -357,6 +383,17 @@ export class SqliteStore implements Store {
   claim(args: { destinationId: string; owner: string; nowMs: number; leaseMs: number; limit: number }): Promise<ClaimedDelivery[]> {
     if (!this.db.open) return Promise.reject(new Error('the store is closed'));
     const { destinationId, owner, nowMs, leaseMs, limit } = args;
+    // A claim only reads, and reads go on while writes fail (a full disk, a lock held by a
+    // backup). Sending jobs whose outcomes cannot be recorded would send each again when its
+    // lease runs out, so after a failed record claims stop until a test write commits.
+    if (this.recordsFailing !== undefined) {
+      try {
+        this.stmts.probeWrite.run(nowMs);
+        this.recordsFailing = undefined;
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
     if (nowMs >= this.nextSweepAtMs) this.sweepLeases(nowMs, leaseMs);
     const live: number[] = [];
     for (const [id, lease] of this.heldBy(destinationId)) if (lease.untilMs > nowMs) live.push(id);
@@ -367,7 +404,7 @@ export class SqliteStore implements Store {
       return Promise.reject(error);
     }
     const until = nowMs + leaseMs;
-    for (const row of rows) this.hold(row.id, { owner, destinationId, untilMs: until, sweepAtMs: until + leaseMs });
+    for (const row of rows) this.hold(row.id, { owner, destinationId, createdAtMs: row.created_at, untilMs: until, sweepAtMs: until + leaseMs });
     return Promise.resolve(rows.map(toClaimed));
   }
 
@@ -408,7 +445,7 @@ export class SqliteStore implements Store {
     const lease = this.leases.get(args.id);
     let kept = false;
     // Another worker may have taken the job after this lease ran out: its outcome counts, not this one.
-    if (lease !== undefined && lease.owner === args.owner) {
+    if (lease !== undefined && holds(lease, args)) {
       const base = { id: args.id, nowMs: args.nowMs, firstAttemptAtMs: args.firstAttemptAtMs };
       const o = args.outcome;
       const result =
@@ -421,7 +458,7 @@ export class SqliteStore implements Store {
     }
     // A lost lease still logs what was sent; a delivery purged meanwhile (a deletion
     // request) keeps nothing, since a response body may echo the user's data.
-    if (kept || this.stmts.deliveryExists.get(args.id) !== undefined)
+    if (kept || this.stmts.deliveryExists.get(args.id, args.createdAtMs ?? null, args.createdAtMs ?? null) !== undefined)
       for (const a of args.attempts)
         this.stmts.insertAttempt.run(args.id, a.url, a.startedAtMs, a.latencyMs, a.statusCode, a.errorClass, a.errorMessage, a.responseBody, a.trigger);
     return kept;
@@ -439,13 +476,24 @@ export class SqliteStore implements Store {
   }
 
   async abandonPending(destinationId: string, nowMs: number): Promise<number> {
-    return this.db
+    const abandoned = this.db
       .prepare(
         `UPDATE deliveries SET status = 'dead', dead_reason = 'destination_deleted', completed_at = ?, lease_owner = NULL,
            last_error = 'the destination was deleted'
          WHERE status = 'pending' AND destination_id = ?`,
       )
       .run(nowMs, destinationId).changes;
+    // Its held jobs are dead now: an outcome still on its way is refused, and nothing is held.
+    for (const [id, lease] of this.heldBy(destinationId)) this.unhold(id, lease);
+    return abandoned;
+  }
+
+  /** Drops the leases of rows changed or removed outside a claim, once that change committed. */
+  private unholdAll(ids: readonly number[]): void {
+    for (const id of ids) {
+      const lease = this.leases.get(id);
+      if (lease !== undefined) this.unhold(id, lease);
+    }
   }
 
   async enqueue(deliveries: NewDelivery[], nowMs: number): Promise<void> {
@@ -517,13 +565,18 @@ export class SqliteStore implements Store {
       params.push(...filter.destinationIdsIn);
     }
     // A replay opens a fresh retry window: the old one has run out by definition.
-    return this.db
-      .prepare(
+    const replayed = this.db
+      .prepare<unknown[], number>(
         `UPDATE deliveries SET status = 'pending', trigger = 'manual', next_attempt_at = ?, first_attempt_at = NULL, attempt_count = 0,
            completed_at = NULL, dead_reason = NULL, lease_owner = NULL
-         WHERE ${where.join(' AND ')}`,
+         WHERE ${where.join(' AND ')} RETURNING id`,
       )
-      .run(...params).changes;
+      .pluck()
+      .all(...params);
+    // A dead job may still be held by a worker whose outcome is on its way (a destination
+    // deleted mid-attempt): that outcome belongs to the old window, not to the replayed job.
+    this.unholdAll(replayed);
+    return replayed.length;
   }
 
   async listRejections(args: { sourceId?: string; limit: number }) {
@@ -580,6 +633,7 @@ export class SqliteStore implements Store {
   }
 
   async executeRegulation(args: { id: string; notices: DeleteNotice[]; nowMs: number }): Promise<Regulation> {
+    let purged: number[] = [];
     this.db.transaction(() => {
       const row = this.db.prepare(`SELECT * FROM regulations WHERE id = ?`).get(args.id) as RegulationRow | undefined;
       if (!row || row.status !== 'pending') return;
@@ -590,9 +644,11 @@ export class SqliteStore implements Store {
       // Delete notices already queued are kept: they are the point of the exercise.
       const deliveryIds = `SELECT id FROM deliveries WHERE kind != 'delete' AND user_id IN (SELECT value FROM json_each(?)) ${sourceClause}`;
       this.db.prepare(`DELETE FROM attempts WHERE delivery_id IN (${deliveryIds})`).run(users, ...sourceParams);
-      const deliveriesDeleted = this.db
-        .prepare(`DELETE FROM deliveries WHERE id IN (${deliveryIds})`)
-        .run(users, ...sourceParams).changes;
+      purged = this.db
+        .prepare<unknown[], number>(`DELETE FROM deliveries WHERE id IN (${deliveryIds}) RETURNING id`)
+        .pluck()
+        .all(users, ...sourceParams);
+      const deliveriesDeleted = purged.length;
       const eventsDeleted = this.db
         .prepare(`DELETE FROM events WHERE user_id IN (SELECT value FROM json_each(?)) ${sourceClause}`)
         .run(users, ...sourceParams).changes;
@@ -607,6 +663,8 @@ export class SqliteStore implements Store {
         )
         .run(args.nowMs, eventsDeleted, deliveriesDeleted, args.notices.length, args.id);
     })();
+    // Purged jobs held by a worker are free of their leases: a notice may take one of their ids.
+    this.unholdAll(purged);
     return (await this.getRegulation(args.id))!;
   }
 
@@ -659,7 +717,10 @@ export class SqliteStore implements Store {
     if (this.db.open) await this.completions.drained();
     // Writes queued in this very turn still commit: their callers are waiting for an answer.
     if (this.pending.length > 0) this.flushGroup();
-    this.db.close();
-    this.ownership?.close();
+    try {
+      this.db.close();
+    } finally {
+      this.ownership?.close();
+    }
   }
 }
