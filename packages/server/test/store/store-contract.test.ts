@@ -291,29 +291,43 @@ for (const backend of backends) {
   });
 }
 
-describe('SQLite store: one process per file, leases in memory', () => {
-  test('a second store on the same file is refused while the first is open, and allowed once it closes', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ferry-store-'));
+/** A fresh directory for one SQLite file, removed afterwards. */
+async function withSqlitePath(fn: (path: string) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'ferry-store-'));
+  try {
+    await fn(join(dir, 'ferry.db'));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** A store and a second connection to its file (the lock guards ferry.db.lock, not the database), as another program would have. */
+function withStoreAndOther(fn: (store: SqliteStore, other: Database.Database) => Promise<void>): Promise<void> {
+  return withSqlitePath(async (path) => {
+    const store = new SqliteStore({ path });
+    const other = new Database(path);
     try {
-      const path = join(dir, 'ferry.db');
+      await fn(store, other);
+    } finally {
+      other.close();
+      await store.close();
+    }
+  });
+}
+
+describe('SQLite store: one process per file, leases in memory', () => {
+  test('a second store on the same file is refused while the first is open, and allowed once it closes', () =>
+    withSqlitePath(async (path) => {
       const first = new SqliteStore({ path });
       assert.throws(() => new SqliteStore({ path }), /in use by another Ferry process/);
       assert.throws(() => new SqliteStore({ path }), /in use by another Ferry process/, 'a refused attempt leaves the lock with its owner');
       await first.close();
       const second = new SqliteStore({ path });
       await second.close();
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 
-  test('a completion refused by the database leaves its job held until the lease runs out, not due again at once', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ferry-store-'));
-    const path = join(dir, 'ferry.db');
-    const store = new SqliteStore({ path });
-    // Another connection (the lock guards ferry.db.lock, not the database) makes the attempt log refuse rows.
-    const other = new Database(path);
-    try {
+  test('a completion refused by the database leaves its job held until the lease runs out, not due again at once', () =>
+    withStoreAndOther(async (store, other) => {
       await store.ingest({ receivedAtMs: t0, events: [event('a')], rejections: [] });
       const [job] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 1000, limit: 10 });
       other.exec(`CREATE TRIGGER refuse BEFORE INSERT ON attempts BEGIN SELECT RAISE(ABORT, 'refused'); END`);
@@ -323,19 +337,10 @@ describe('SQLite store: one process per file, leases in memory', () => {
       assert.equal(await store.nextDueAt(['d1']), t0 + 1000);
       other.exec('DROP TRIGGER refuse');
       assert.equal((await store.claim({ destinationId: 'd1', owner: 'x', nowMs: t0 + 1000, leaseMs: 1000, limit: 10 })).length, 1, 'due again when the lease runs out');
-    } finally {
-      other.close();
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 
-  test('while outcomes cannot be recorded (the database locked by another process), claims stop, and resume when it is free', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ferry-store-'));
-    const path = join(dir, 'ferry.db');
-    const store = new SqliteStore({ path });
-    const other = new Database(path);
-    try {
+  test('while outcomes cannot be recorded (the database locked by another process), claims stop, and resume when it is free', () =>
+    withStoreAndOther(async (store, other) => {
       await store.ingest({ receivedAtMs: t0, events: [event('a'), event('b')], rejections: [] });
       const [job] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 1000, limit: 1 });
       other.prepare('BEGIN IMMEDIATE').run();
@@ -345,17 +350,10 @@ describe('SQLite store: one process per file, leases in memory', () => {
       await assert.rejects(store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 2000, leaseMs: 1000, limit: 10 }), { code: 'SQLITE_BUSY' });
       other.prepare('COMMIT').run();
       assert.equal((await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 2000, leaseMs: 1000, limit: 10 })).length, 2);
-    } finally {
-      other.close();
-      await store.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 
-  test('a store opened again without its leases released (as after a crash) finds those jobs due at once', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ferry-store-'));
-    try {
-      const path = join(dir, 'ferry.db');
+  test('a store opened again without its leases released (as after a crash) finds those jobs due at once', () =>
+    withSqlitePath(async (path) => {
       const lost = new SqliteStore({ path });
       await lost.ingest({ receivedAtMs: t0, events: [event('a'), event('b')], rejections: [] });
       assert.equal((await lost.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 10 })).length, 2);
@@ -368,8 +366,5 @@ describe('SQLite store: one process per file, leases in memory', () => {
       } finally {
         await store.close();
       }
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    }));
 });
