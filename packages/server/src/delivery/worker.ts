@@ -126,6 +126,9 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     } catch (error) {
       this.o.logger.error({ err: error }, 'delivery claim failed; retrying after the poll interval');
       this.emit('worker:error', { error });
+      // Not sooner, even with jobs due: a store that cannot claim now will not a moment later.
+      if (!this.stopped) this.schedule(this.o.settings.pollIntervalMs);
+      return;
     }
     if (this.stopped) return;
     // Full slots: the next round starts when a job finishes (see process()).

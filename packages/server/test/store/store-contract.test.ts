@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -326,6 +326,14 @@ describe('SQLite store: one process per file, leases in memory', () => {
       await second.close();
     }));
 
+  test('a store that fails to open leaves no lock behind', () =>
+    withSqlitePath(async (path) => {
+      writeFileSync(path, 'not a database, but long enough for SQLite to read a header from it'.repeat(2));
+      assert.throws(() => new SqliteStore({ path }), { code: 'SQLITE_NOTADB' });
+      rmSync(path);
+      await new SqliteStore({ path }).close();
+    }));
+
   test('a completion refused by the database leaves its job held until the lease runs out, not due again at once', () =>
     withStoreAndOther(async (store, other) => {
       await store.ingest({ receivedAtMs: t0, events: [event('a')], rejections: [] });
@@ -349,7 +357,8 @@ describe('SQLite store: one process per file, leases in memory', () => {
       // Reading would still work: without the stop, b would be sent now and a again at t0 + 1000, with no outcome recorded.
       await assert.rejects(store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 2000, leaseMs: 1000, limit: 10 }), { code: 'SQLITE_BUSY' });
       other.prepare('COMMIT').run();
-      assert.equal((await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 2000, leaseMs: 1000, limit: 10 })).length, 2);
+      await assert.rejects(store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 2999, leaseMs: 1000, limit: 10 }), { code: 'SQLITE_BUSY' }, 'one test write a second');
+      assert.equal((await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 3000, leaseMs: 1000, limit: 10 })).length, 2);
     }));
 
   test('a store opened again without its leases released (as after a crash) finds those jobs due at once', () =>

@@ -68,9 +68,9 @@ function takeOwnership(path: string): Database.Database {
   const lock = new Database(`${path}.lock`, { timeout: 0 });
   try {
     // In exclusive mode a connection keeps the locks it takes; the write takes the strongest.
-    // No journal: the file holds nothing worth one, and no -journal file is left beside it.
+    // The journal in memory: the file holds nothing worth one, and no -journal file is left beside it.
     lock.pragma('locking_mode = EXCLUSIVE');
-    lock.pragma('journal_mode = OFF');
+    lock.pragma('journal_mode = MEMORY');
     lock.pragma('user_version = 1');
     return lock;
   } catch (error) {
@@ -96,6 +96,11 @@ interface Lease {
 function holds(lease: Lease, completion: Completion): boolean {
   return lease.owner === completion.owner && (completion.createdAtMs === undefined || completion.createdAtMs === lease.createdAtMs);
 }
+
+/** How long a statement waits for a lock held by another connection before it fails. */
+const BUSY_TIMEOUT_MS = 250;
+/** While delivery outcomes cannot be recorded, how often a test write is tried. */
+const PROBE_INTERVAL_MS = 1000;
 
 /** Longest wait of deferred work for its commit. */
 const DEFER_MS = 5;
@@ -124,7 +129,6 @@ export class SqliteStore implements Store {
     (batch) =>
       this.inGroupCommit(() => batch.map((c) => this.completeOne(c)), 'deferred').then(
         (kept) => {
-          this.recordsFailing = undefined;
           // Only once the outcome is committed: if the commit fails (a full disk), the jobs stay
           // held until their leases run out, instead of being sent again at once, and again.
           for (const c of batch) {
@@ -153,8 +157,10 @@ export class SqliteStore implements Store {
   private readonly leasesByDestination = new Map<string, Map<number, Lease>>();
   /** When {@link claim} next drops leases long expired (see {@link sweepLeases}). */
   private nextSweepAtMs = 0;
-  /** Why the last group of completions could not be recorded, until a write succeeds again. */
+  /** Why the last group of completions could not be recorded, until a test write succeeds. */
   private recordsFailing: unknown;
+  /** While {@link recordsFailing}, when the next test write may be tried. */
+  private nextProbeAtMs = 0;
 
   constructor(options: SqliteStoreOptions) {
     if (options.path !== ':memory:') {
@@ -170,7 +176,7 @@ export class SqliteStore implements Store {
       this.db.pragma('synchronous = NORMAL');
       // Waiting for a lock blocks the event loop, so wait briefly and let the caller answer 503
       // (ingestion) or retry at the next round (delivery) instead.
-      this.db.pragma('busy_timeout = 250');
+      this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
       // 32 MB of page cache (the default is 2 MB): a group commit of many requests writes
       // several MB, and spilling dirty pages mid-transaction costs extra WAL writes. Bounded,
       // so memory stays flat however large the backlog grows.
@@ -387,11 +393,18 @@ export class SqliteStore implements Store {
     // backup). Sending jobs whose outcomes cannot be recorded would send each again when its
     // lease runs out, so after a failed record claims stop until a test write commits.
     if (this.recordsFailing !== undefined) {
+      if (nowMs < this.nextProbeAtMs) return Promise.reject(this.recordsFailing);
+      this.nextProbeAtMs = nowMs + PROBE_INTERVAL_MS;
       try {
+        // Without waiting for a lock: a held lock is as good an answer as any.
+        this.db.pragma('busy_timeout = 0');
         this.stmts.probeWrite.run(nowMs);
         this.recordsFailing = undefined;
       } catch (error) {
+        this.recordsFailing = error;
         return Promise.reject(error);
+      } finally {
+        this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
       }
     }
     if (nowMs >= this.nextSweepAtMs) this.sweepLeases(nowMs, leaseMs);
