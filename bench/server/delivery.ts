@@ -70,6 +70,8 @@ export async function runDelivery(opts: { events: number; runs: number; timeoutS
         const counts = await deliveryCounts(dataDir);
         runs.push({
           // Machine CPU per request: the client (or server), the receiver and, on PostgreSQL, the database.
+          // Raw undici's figure also holds the client's reading of the stored bodies before it posts
+          // them (a few µs per request), so it errs on the high side.
           raw: { perSec: arrivalRate(rawStats), ok: raw.ok, failed: raw.failed, ms: raw.ms, machineCpuUsPerRequest: round((rawBusyMs * 1000) / opts.events) },
           ferry: {
             perSec: arrivalRate(stats),

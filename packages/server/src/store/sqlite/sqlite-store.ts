@@ -133,7 +133,7 @@ export class SqliteStore implements Store {
           // held until their leases run out, instead of being sent again at once, and again.
           for (const c of batch) {
             const lease = this.leases.get(c.id);
-            if (lease !== undefined && holds(lease, c)) this.unhold(c.id, lease);
+            if (lease !== undefined && holds(lease, c)) this.unhold(c.id);
           }
           return kept;
         },
@@ -432,13 +432,15 @@ export class SqliteStore implements Store {
   }
 
   private hold(id: number, lease: Lease): void {
-    const before = this.leases.get(id);
-    if (before !== undefined) this.unhold(id, before);
+    this.unhold(id);
     this.leases.set(id, lease);
     this.heldBy(lease.destinationId).set(id, lease);
   }
 
-  private unhold(id: number, lease: Lease): void {
+  /** Lets a job go, if it is held. */
+  private unhold(id: number): void {
+    const lease = this.leases.get(id);
+    if (lease === undefined) return;
     this.leases.delete(id);
     this.leasesByDestination.get(lease.destinationId)?.delete(id);
   }
@@ -451,7 +453,7 @@ export class SqliteStore implements Store {
    */
   private sweepLeases(nowMs: number, leaseMs: number): void {
     this.nextSweepAtMs = nowMs + leaseMs;
-    for (const [id, lease] of this.leases) if (lease.sweepAtMs <= nowMs) this.unhold(id, lease);
+    for (const [id, lease] of this.leases) if (lease.sweepAtMs <= nowMs) this.unhold(id);
   }
 
   private completeOne(args: Completion): boolean {
@@ -482,7 +484,7 @@ export class SqliteStore implements Store {
     let released = 0;
     for (const [id, lease] of this.leases)
       if (lease.owner === owner) {
-        this.unhold(id, lease);
+        this.unhold(id);
         released++;
       }
     return released;
@@ -497,16 +499,8 @@ export class SqliteStore implements Store {
       )
       .run(nowMs, destinationId).changes;
     // Its held jobs are dead now: an outcome still on its way is refused, and nothing is held.
-    for (const [id, lease] of this.heldBy(destinationId)) this.unhold(id, lease);
+    for (const id of this.leasesByDestination.get(destinationId)?.keys() ?? []) this.unhold(id);
     return abandoned;
-  }
-
-  /** Drops the leases of rows changed or removed outside a claim, once that change committed. */
-  private unholdAll(ids: readonly number[]): void {
-    for (const id of ids) {
-      const lease = this.leases.get(id);
-      if (lease !== undefined) this.unhold(id, lease);
-    }
   }
 
   async enqueue(deliveries: NewDelivery[], nowMs: number): Promise<void> {
@@ -588,7 +582,7 @@ export class SqliteStore implements Store {
       .all(...params);
     // A dead job may still be held by a worker whose outcome is on its way (a destination
     // deleted mid-attempt): that outcome belongs to the old window, not to the replayed job.
-    this.unholdAll(replayed);
+    for (const id of replayed) this.unhold(id);
     return replayed.length;
   }
 
@@ -677,7 +671,7 @@ export class SqliteStore implements Store {
         .run(args.nowMs, eventsDeleted, deliveriesDeleted, args.notices.length, args.id);
     })();
     // Purged jobs held by a worker are free of their leases: a notice may take one of their ids.
-    this.unholdAll(purged);
+    for (const id of purged) this.unhold(id);
     return (await this.getRegulation(args.id))!;
   }
 
