@@ -4,9 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
+import pg from 'pg';
+import { claimSql, PgStore } from '../../src/store/postgres/pg-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { AttemptRecord, NewEvent, Store } from '../../src/store/store.js';
-import { openFreshPgStore, stopPostgres } from '../helpers/postgres.js';
+import { dropSchema, openFreshPgStore, postgresUrl, stopPostgres, uniqueSchema } from '../helpers/postgres.js';
 
 /** One contract, every implementation: each test gets a fresh store (own file or own schema). */
 const backends: { name: string; open: () => Promise<{ store: Store; cleanup: () => Promise<void> }> }[] = [
@@ -376,4 +378,45 @@ describe('SQLite store: one process per file, leases in memory', () => {
         await store.close();
       }
     }));
+});
+
+/** The node types of a plan from EXPLAIN (FORMAT JSON), with the index each scan reads. */
+function planNodes(plan: { 'Node Type': string; 'Index Name'?: string; Plans?: unknown[] }): string[] {
+  const own = plan['Index Name'] ? `${plan['Node Type']} on ${plan['Index Name']}` : plan['Node Type'];
+  return [own, ...(plan.Plans ?? []).flatMap((p) => planNodes(p as typeof plan))];
+}
+
+describe('PostgreSQL store: the claim plan', () => {
+  test('a claim reads the due index in its own order, sorting nothing, when thousands of jobs share one due time', async () => {
+    const url = await postgresUrl();
+    const schema = uniqueSchema();
+    const store = await PgStore.open({ connectionString: url, schema, poolSize: 1 });
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      // What a replay or an audience sync leaves: one due time for all of them.
+      const jobs = Array.from({ length: 5000 }, (_, i) => ({ destinationId: 'd1', kind: 'event' as const, body: `{"n":${i}}`, messageId: `m${i}` }));
+      await store.enqueue(jobs, t0);
+      await client.query(`SET search_path = ${schema}`);
+      await client.query(`ANALYZE deliveries`);
+      // As the store's own connections plan it: for the values given.
+      await client.query(`SET plan_cache_mode = force_custom_plan`);
+      await client.query(`PREPARE claim AS ${claimSql}`);
+      await client.query('BEGIN');
+      const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: Parameters<typeof planNodes>[0] }] }>(
+        `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claim('w', ${t0 + 60_000}, 'd1', ${t0}, 50)`,
+      );
+      await client.query('ROLLBACK');
+      const nodes = planNodes(rows[0]!['QUERY PLAN'][0].Plan);
+      assert.ok(nodes.includes('Index Scan on deliveries_due'), nodes.join(', '));
+      assert.ok(nodes.includes('Index Scan on deliveries_pkey'), nodes.join(', '));
+      assert.ok(!nodes.some((n) => n === 'Sort' || n.startsWith('Seq Scan') || n === 'Incremental Sort'), nodes.join(', '));
+      const claimed = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 50 });
+      assert.deepEqual(claimed.map((j) => j.body), jobs.slice(0, 50).map((j) => j.body), 'the first 50, in order');
+    } finally {
+      await client.end();
+      await store.close();
+      await dropSchema(url, schema);
+    }
+  });
 });
