@@ -6,22 +6,28 @@ export class ItemFailure {
 /**
  * Gathers single calls into batches for a store that pays per round trip: while one batch is
  * under way, the calls that arrive meanwhile wait and go together in the next. The batch size
- * follows the load by itself: one call at a time when idle, many under load, with no timer.
+ * follows the load by itself: one call at a time when idle, many under load. With
+ * `minIntervalMs`, batches also start at most that often, for a store whose round trip is so
+ * short that the batches would stay small while each statement still costs its fixed share.
  */
 export class Batcher<I, R> {
   private queue: { item: I; resolve: (r: R) => void; reject: (e: unknown) => void }[] = [];
   private running = 0;
   private scheduled = false;
+  private lastStartMs = -Infinity;
+  private timer: NodeJS.Timeout | undefined;
   private readonly idle = new Set<() => void>();
 
   /**
    * @param run Runs one batch; resolves with one result per item, in order (an
    *   {@link ItemFailure} rejects that item alone). A rejection fails every item of the batch.
    * @param options `maxBatch`: most items per batch. `parallel`: batches under way at once.
+   *   `minIntervalMs` (default 0): least time from the start of one batch to the next; a call
+   *   made sooner waits for it (at most that long) unless `maxBatch` calls are waiting.
    */
   constructor(
     private readonly run: (items: I[]) => Promise<(R | ItemFailure)[]>,
-    private readonly options: { maxBatch: number; parallel: number },
+    private readonly options: { maxBatch: number; parallel: number; minIntervalMs?: number },
   ) {}
 
   /** Queues one item; resolves with its result once its batch has run. */
@@ -49,6 +55,18 @@ export class Batcher<I, R> {
   }
 
   private flush(): void {
+    if (this.queue.length === 0 || this.running >= this.options.parallel) return;
+    const wait = this.lastStartMs + (this.options.minIntervalMs ?? 0) - Date.now();
+    if (wait > 0 && this.queue.length < this.options.maxBatch) {
+      this.timer ??= setTimeout(() => {
+        this.timer = undefined;
+        this.flush();
+      }, wait);
+      return;
+    }
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.lastStartMs = Date.now();
     while (this.queue.length > 0 && this.running < this.options.parallel) {
       const batch = this.queue.splice(0, this.options.maxBatch);
       this.running++;

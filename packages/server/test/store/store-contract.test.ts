@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { claimSql, PgStore } from '../../src/store/postgres/pg-store.js';
+import { claimSql, completeSql, completionPlanner, nextDueSql, PgStore } from '../../src/store/postgres/pg-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { AttemptRecord, NewEvent, Store } from '../../src/store/store.js';
 import { dropSchema, openFreshPgStore, postgresUrl, stopPostgres, uniqueSchema } from '../helpers/postgres.js';
@@ -380,43 +380,84 @@ describe('SQLite store: one process per file, leases in memory', () => {
     }));
 });
 
-/** The node types of a plan from EXPLAIN (FORMAT JSON), with the index each scan reads. */
-function planNodes(plan: { 'Node Type': string; 'Index Name'?: string; Plans?: unknown[] }): string[] {
-  const own = plan['Index Name'] ? `${plan['Node Type']} on ${plan['Index Name']}` : plan['Node Type'];
+/** The node types of a plan from EXPLAIN (FORMAT JSON), with the index or table each scan reads. */
+function planNodes(plan: { 'Node Type': string; 'Index Name'?: string; 'Relation Name'?: string; Plans?: unknown[] }): string[] {
+  const own = plan['Index Name'] ? `${plan['Node Type']} on ${plan['Index Name']}` : plan['Relation Name'] ? `${plan['Node Type']} of ${plan['Relation Name']}` : plan['Node Type'];
   return [own, ...(plan.Plans ?? []).flatMap((p) => planNodes(p as typeof plan))];
 }
 
-describe('PostgreSQL store: the claim plan', () => {
-  test('a claim reads the due index in its own order, sorting nothing, when thousands of jobs share one due time', async () => {
+describe('PostgreSQL store: plans that touch only the jobs at hand', () => {
+  /**
+   * A store with 5,000 pending jobs sharing one due time (what a replay or an audience sync
+   * leaves), and `explain`, which plans one of the store's statements with the given settings
+   * and returns the plan's nodes. The table is analyzed only if `analyze` says so: a table
+   * freshly filled has no statistics yet.
+   */
+  async function withBacklog(
+    analyze: boolean,
+    fn: (store: PgStore, explain: (sql: string, args: string, settings: string) => Promise<string[]>) => Promise<void>,
+  ) {
     const url = await postgresUrl();
     const schema = uniqueSchema();
     const store = await PgStore.open({ connectionString: url, schema, poolSize: 1 });
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     try {
-      // What a replay or an audience sync leaves: one due time for all of them.
       const jobs = Array.from({ length: 5000 }, (_, i) => ({ destinationId: 'd1', kind: 'event' as const, body: `{"n":${i}}`, messageId: `m${i}` }));
       await store.enqueue(jobs, t0);
       await client.query(`SET search_path = ${schema}`);
-      await client.query(`ANALYZE deliveries`);
-      // As the store's own connections plan it: for the values given.
-      await client.query(`SET plan_cache_mode = force_custom_plan`);
-      await client.query(`PREPARE claim AS ${claimSql}`);
-      await client.query('BEGIN');
-      const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: Parameters<typeof planNodes>[0] }] }>(
-        `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claim('w', ${t0 + 60_000}, 'd1', ${t0}, 50)`,
-      );
-      await client.query('ROLLBACK');
-      const nodes = planNodes(rows[0]!['QUERY PLAN'][0].Plan);
-      assert.ok(nodes.includes('Index Scan on deliveries_due'), nodes.join(', '));
-      assert.ok(nodes.includes('Index Scan on deliveries_pkey'), nodes.join(', '));
-      assert.ok(!nodes.some((n) => n === 'Sort' || n.startsWith('Seq Scan') || n === 'Incremental Sort'), nodes.join(', '));
-      const claimed = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 50 });
-      assert.deepEqual(claimed.map((j) => j.body), jobs.slice(0, 50).map((j) => j.body), 'the first 50, in order');
+      if (analyze) await client.query(`ANALYZE deliveries`);
+      await fn(store, async (sql, args, settings) => {
+        // The connection options of the pool that runs it (`-c name=value ...`), set here.
+        for (const [, name, value] of settings.matchAll(/-c (\w+)=(\w+)/g)) await client.query(`SET ${name} = ${value}`);
+        await client.query(`PREPARE statement AS ${sql}`);
+        try {
+          await client.query('BEGIN');
+          const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: Parameters<typeof planNodes>[0] }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE statement(${args})`);
+          return planNodes(rows[0]!['QUERY PLAN'][0].Plan);
+        } finally {
+          await client.query('ROLLBACK');
+          await client.query('DEALLOCATE statement');
+          await client.query('RESET ALL');
+        }
+      });
     } finally {
       await client.end();
       await store.close();
       await dropSchema(url, schema);
     }
-  });
+  }
+
+  /** A scan of the whole table, or of all its pending jobs, rather than of the jobs at hand. */
+  const readsTheBacklog = (nodes: string[]) => nodes.some((n) => n === 'Seq Scan of deliveries' || n.startsWith('Bitmap') || n === 'Index Scan on deliveries_status');
+
+  test('a claim reads the due index in its own order, sorting nothing, when thousands of jobs share one due time', () =>
+    withBacklog(true, async (store, explain) => {
+      // As the pool plans it: for the values given.
+      const nodes = await explain(claimSql, `'w', ${t0 + 60_000}, 'd1', ${t0}, 50`, '-c plan_cache_mode=force_custom_plan');
+      assert.ok(nodes.includes('Index Scan on deliveries_due'), nodes.join(', '));
+      assert.ok(nodes.includes('Index Scan on deliveries_pkey'), nodes.join(', '));
+      assert.ok(!readsTheBacklog(nodes) && !nodes.some((n) => n.includes('Sort')), nodes.join(', '));
+      const claimed = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 50 });
+      assert.deepEqual(claimed.map((j) => j.body), Array.from({ length: 50 }, (_, i) => `{"n":${i}}`), 'the first 50, in order');
+    }));
+
+  test('a completion finds each job by primary key, even before the table has statistics', () =>
+    withBacklog(false, async (store, explain) => {
+      const claimed = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 3 });
+      const jobs = claimed.map((j) => ({ i: j.id, o: 'w', f: t0, s: 'succeeded', n: null, c: t0 + 1, r: null, e: null }));
+      const attempts = claimed.map((j) => ({ i: j.id, u: 'https://example.com/hook', s: t0, l: 1, c: 200, e: null, m: null, r: 'ok', t: 'scheduled' }));
+      // As the completion pool may plan it: once, for any values (a named statement).
+      const nodes = await explain(completeSql, `'${JSON.stringify(jobs)}', '${JSON.stringify(attempts)}'`, `-c plan_cache_mode=force_generic_plan ${completionPlanner}`);
+      assert.ok(nodes.includes('Index Scan on deliveries_pkey'), nodes.join(', '));
+      assert.ok(!readsTheBacklog(nodes), nodes.join(', '));
+    }));
+
+  test('the next due time is one seek in the due index, however long the backlog', () =>
+    withBacklog(false, async (store, explain) => {
+      const nodes = await explain(nextDueSql, `'{d1,d2}'`, '-c plan_cache_mode=force_custom_plan');
+      assert.ok(nodes.includes('Index Only Scan on deliveries_due') && nodes.includes('Limit'), nodes.join(', '));
+      assert.ok(!readsTheBacklog(nodes), nodes.join(', '));
+      assert.equal(await store.nextDueAt(['d1', 'd2']), t0);
+    }));
 });

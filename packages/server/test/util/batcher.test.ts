@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { describe, mock, test } from 'node:test';
 import { Batcher } from '../../src/util/batcher.js';
 
 /** A batch runner whose batches finish only when the test says so. */
@@ -68,5 +68,45 @@ describe('Batcher', () => {
     }, { maxBatch: 10, parallel: 1 });
     await assert.rejects(b.add(1), /bad statement/);
     await b.drained();
+  });
+
+  test('with minIntervalMs, a batch starts at most that often: calls made sooner wait for it and go together', async () => {
+    mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_000 });
+    try {
+      const c = controlled();
+      const b = new Batcher(c.run, { maxBatch: 3, parallel: 1, minIntervalMs: 10 });
+      const first = b.add(1);
+      await turn();
+      assert.deepEqual(c.batches.map((x) => x.items), [[1]], 'after a quiet spell the first call goes at once');
+      c.batches[0]!.finish();
+      assert.equal(await first, 10);
+      const later = [b.add(2), b.add(3)];
+      await turn();
+      assert.equal(c.batches.length, 1, 'the last batch started less than 10 ms ago');
+      mock.timers.tick(9);
+      await turn();
+      assert.equal(c.batches.length, 1);
+      mock.timers.tick(1);
+      await turn();
+      assert.deepEqual(c.batches.map((x) => x.items), [[1], [2, 3]], 'both went together once the interval was over');
+      c.batches[1]!.finish();
+      assert.deepEqual(await Promise.all(later), [20, 30]);
+      const full = [b.add(4), b.add(5), b.add(6), b.add(7)];
+      await turn();
+      assert.deepEqual(c.batches.map((x) => x.items), [[1], [2, 3], [4, 5, 6]], 'maxBatch calls waiting do not wait for the interval');
+      c.batches[2]!.finish();
+      await turn();
+      assert.equal(c.batches.length, 3, 'the one left waits again');
+      let drained = false;
+      void b.drained().then(() => (drained = true));
+      mock.timers.tick(10);
+      await turn();
+      c.batches[3]!.finish();
+      assert.deepEqual(await Promise.all(full), [40, 50, 60, 70]);
+      await turn();
+      assert.equal(drained, true, 'drained() waits for the call held by the interval');
+    } finally {
+      mock.timers.reset();
+    }
   });
 });
