@@ -163,9 +163,7 @@ export class PgStore implements Store {
       // A server that is down or unreachable must fail a request (503) rather than hang it.
       connectionTimeoutMillis: 5000,
     });
-    // The claim is a named statement whose best plan depends on its values (how many jobs one
-    // destination has due): always planned for them, as an unnamed statement is; parsed once.
-    const pool = new pg.Pool(poolOptions(options.poolSize ?? 10, ' -c plan_cache_mode=force_custom_plan'));
+    const pool = new pg.Pool(poolOptions(options.poolSize ?? 10, ''));
     const completionPool = new pg.Pool(poolOptions(2, ` -c synchronous_commit=off ${completionPlanner}`));
     // An idle client's error (e.g. the server restarted) must not crash the process; the next query reconnects.
     pool.on('error', () => {});
@@ -320,7 +318,9 @@ export class PgStore implements Store {
 
   async claim(args: { destinationId: string; owner: string; nowMs: number; leaseMs: number; limit: number }): Promise<ClaimedDelivery[]> {
     const { rows } = await this.pool.query<ClaimRow>({
-      // Named: parsed once per connection (planned each time: see the pool's plan_cache_mode).
+      // Named: parsed once per connection, and after a few runs planned once: its plan (the due
+      // index in order, then the jobs taken by id) suits every destination and backlog, and
+      // planning it each time took a third as long as running it (0.6 ms against 1.8 for 55 jobs).
       name: 'ferry-claim',
       text: claimSql,
       values: [args.owner, args.nowMs + args.leaseMs, args.destinationId, args.nowMs, args.limit],
