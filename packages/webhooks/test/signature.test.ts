@@ -13,6 +13,16 @@ describe('signBody', () => {
     assert.equal(signBody('what do ya want for nothing?', 'Jefe'), 'effcdf6ae5eb2fa2d27416d5f184df9c259a7c79');
   });
 
+  it('keys each signature with its own secret, across many secrets, empty and non-ASCII ones included', () => {
+    // More secrets than the prepared keys kept, twice over, so the keys are prepared again too.
+    const secrets = ['', 'clé-secrète-ü', ...Array.from({ length: 150 }, (_, i) => `secret-${i}`)];
+    for (let round = 0; round < 2; round++)
+      for (const s of secrets) {
+        assert.equal(signBody(body, s), independent(body, s), JSON.stringify(s));
+        assert.equal(verifySignature(body, independent(body, s), s), true, JSON.stringify(s));
+      }
+  });
+
   it('is the hex HMAC-SHA1 of the UTF-8 bytes, for strings and byte arrays alike', () => {
     const bytes = new TextEncoder().encode(body);
     assert.equal(signBody(body, secret), independent(Buffer.from(body, 'utf8'), secret));

@@ -154,8 +154,8 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     this.schedule(Math.min(this.o.settings.pollIntervalMs, untilDue));
   }
 
-  private activeDestinations(): DestinationConfig[] {
-    return this.o.catalog.destinations().filter((d) => d.enabled);
+  private activeDestinations(): readonly DestinationConfig[] {
+    return this.o.catalog.enabledDestinations();
   }
 
   /**

@@ -13,6 +13,8 @@ export class Catalog extends EventEmitter<{ 'catalog:reloaded': [] }> {
   private sourcesById = new Map<string, SourceConfig>();
   private sourcesByKey = new Map<string, SourceConfig>();
   private destinationsById = new Map<string, DestinationConfig>();
+  /** Enabled destinations in id order, rebuilt on every change (the delivery worker asks per job). */
+  private enabled: readonly DestinationConfig[] = [];
   /** Enabled destinations per source id, rebuilt on every change. */
   private routes = new Map<string, DestinationConfig[]>();
 
@@ -47,6 +49,7 @@ export class Catalog extends EventEmitter<{ 'catalog:reloaded': [] }> {
     this.sourcesById = new Map(sources.map((s) => [s.id, s]));
     this.sourcesByKey = new Map(sources.map((s) => [s.writeKey, s]));
     this.destinationsById = new Map(destinations.map((d) => [d.id, d]));
+    this.enabled = Object.freeze(destinations.filter((d) => d.enabled));
     this.routes = new Map(sources.map((s) => [s.id, destinations.filter((d) => d.enabled && d.sources.includes(s.id))]));
     this.emit('catalog:reloaded');
   }
@@ -74,6 +77,11 @@ export class Catalog extends EventEmitter<{ 'catalog:reloaded': [] }> {
   /** Every destination, enabled or not, in id order; a copy the caller may keep. */
   destinations(): DestinationConfig[] {
     return [...this.destinationsById.values()];
+  }
+
+  /** Every enabled destination, in id order; the same array until the next change. */
+  enabledDestinations(): readonly DestinationConfig[] {
+    return this.enabled;
   }
 
   /** Enabled destinations connected to a source. */
