@@ -94,7 +94,7 @@ function deliveryCpu(d, processes) {
 
 /** How busy the server's thread and the whole machine were during the Ferry runs, from the same counters. */
 function busy(d) {
-  if (d.machineCpuUsPerDelivery === undefined || d.ferryPerSec === undefined) return '';
+  if ([d.machineCpuUsPerDelivery, d.serverCpuUsPerDelivery, d.ferryPerSec].some((v) => typeof v !== 'number')) return '';
   return `At ${n(d.ferryPerSec)} deliveries/s the server used ${Math.round((d.serverCpuUsPerDelivery * d.ferryPerSec) / 1e4)} % of one core and the machine ${n((d.machineCpuUsPerDelivery * d.ferryPerSec) / 1e6, 1)} cores.`;
 }
 

@@ -6,8 +6,8 @@ const HEX_SIGNATURE = /^[0-9a-f]{40}$/;
 
 /**
  * Keys prepared once per secret: preparing one from a string each time took about a quarter
- * of signing a 400-byte body. A process signs for a handful of destinations; past this many
- * secrets the cache starts over rather than grow.
+ * of signing a 400-byte body. Past this many secrets the one prepared longest ago goes, so
+ * the cache never grows and a secret no longer used does not stay for long.
  */
 const keys = new Map<string, KeyObject>();
 const KEY_CACHE_LIMIT = 64;
@@ -15,7 +15,7 @@ const KEY_CACHE_LIMIT = 64;
 function keyFor(secret: string): KeyObject {
   let key = keys.get(secret);
   if (key === undefined) {
-    if (keys.size >= KEY_CACHE_LIMIT) keys.clear();
+    if (keys.size >= KEY_CACHE_LIMIT) keys.delete(keys.keys().next().value!);
     key = createSecretKey(Buffer.from(secret, 'utf8'));
     keys.set(secret, key);
   }

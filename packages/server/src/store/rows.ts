@@ -132,3 +132,21 @@ export function toClaimed(r: ClaimRow): ClaimedDelivery {
 
 /** How many recent rejections are kept for operators; counts are kept forever. */
 export const keptRejections = 1000;
+
+/** ES2024 string methods, present in Node 20 but not in the ES2023 library this project compiles against. */
+interface WellFormedString {
+  isWellFormed(): boolean;
+  toWellFormed(): string;
+}
+
+/**
+ * Text of an outcome as a store keeps it: a lone surrogate (a string that is not well-formed
+ * Unicode, which an error message or a response may carry) becomes U+FFFD. UTF-8 has no
+ * other way to say it: PostgreSQL refuses the escape JSON gives it, and SQLite would keep
+ * bytes that read back as three replacement characters.
+ */
+export function storedText<T extends string | null>(text: T): T {
+  if (text === null) return text;
+  const s = text as unknown as WellFormedString;
+  return (s.isWellFormed() ? text : s.toWellFormed()) as T;
+}

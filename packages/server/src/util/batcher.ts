@@ -22,12 +22,14 @@ export class Batcher<I, R> {
    * @param run Runs one batch; resolves with one result per item, in order (an
    *   {@link ItemFailure} rejects that item alone). A rejection fails every item of the batch.
    * @param options `maxBatch`: most items per batch. `parallel`: batches under way at once.
-   *   `minIntervalMs` (default 0): least time from the start of one batch to the next; a call
-   *   made sooner waits for it (at most that long) unless `maxBatch` calls are waiting.
+   *   `minIntervalMs` (default 0, none): least time from one start of batches to the next
+   *   (with `parallel` above 1, the batches started together count as one start); calls made
+   *   sooner wait for it unless `maxBatch` calls are waiting, and as ever for a free lane.
+   *   `now`: a monotonic clock in ms for that interval (default `performance.now`).
    */
   constructor(
     private readonly run: (items: I[]) => Promise<(R | ItemFailure)[]>,
-    private readonly options: { maxBatch: number; parallel: number; minIntervalMs?: number },
+    private readonly options: { maxBatch: number; parallel: number; minIntervalMs?: number; now?: () => number },
   ) {}
 
   /** Queues one item; resolves with its result once its batch has run. */
@@ -56,17 +58,23 @@ export class Batcher<I, R> {
 
   private flush(): void {
     if (this.queue.length === 0 || this.running >= this.options.parallel) return;
-    const wait = this.lastStartMs + (this.options.minIntervalMs ?? 0) - Date.now();
-    if (wait > 0 && this.queue.length < this.options.maxBatch) {
-      this.timer ??= setTimeout(() => {
-        this.timer = undefined;
-        this.flush();
-      }, wait);
-      return;
+    const interval = this.options.minIntervalMs ?? 0;
+    if (interval > 0) {
+      const now = this.options.now?.() ?? performance.now();
+      // A clock that went back counts as the interval over: no call waits longer than it.
+      const wait = now < this.lastStartMs ? 0 : this.lastStartMs + interval - now;
+      if (wait > 0 && this.queue.length < this.options.maxBatch) {
+        this.timer ??= setTimeout(() => {
+          this.timer = undefined;
+          this.lastStartMs = -Infinity;
+          this.flush();
+        }, wait);
+        return;
+      }
+      clearTimeout(this.timer);
+      this.timer = undefined;
+      this.lastStartMs = now;
     }
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    this.lastStartMs = Date.now();
     while (this.queue.length > 0 && this.running < this.options.parallel) {
       const batch = this.queue.splice(0, this.options.maxBatch);
       this.running++;

@@ -278,6 +278,40 @@ for (const backend of backends) {
         assert.equal(await store.complete({ id: notice!.id, owner: 'w', createdAtMs: notice!.createdAtMs, nowMs: t0 + 5, firstAttemptAtMs: t0 + 3, attempts: [ok], outcome: { status: 'succeeded' } }), true);
       }));
 
+    test('S14 text that is not well-formed Unicode (a lone surrogate) is recorded with U+FFFD in its place', () =>
+      withStore(async (store) => {
+        await store.ingest({ receivedAtMs: t0, events: [event('a')], rejections: [] });
+        const [job] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 10 });
+        const broken = attempt({ errorMessage: 'HTTP 503 \ud800', responseBody: 'busy \udc00' });
+        const kept = await store.complete({
+          id: job!.id,
+          owner: 'w',
+          nowMs: t0 + 1,
+          firstAttemptAtMs: t0,
+          attempts: [broken],
+          outcome: { status: 'pending', nextAttemptAtMs: t0 + 1000, lastError: 'HTTP 503 \ud800' },
+        });
+        assert.equal(kept, true);
+        const detail = (await store.getDelivery(job!.id))!;
+        assert.equal(detail.delivery.lastError, 'HTTP 503 \ufffd');
+        assert.equal(detail.attempts[0]!.errorMessage, 'HTTP 503 \ufffd');
+        assert.equal(detail.attempts[0]!.responseBody, 'busy \ufffd');
+      }));
+
+    test('S15 an outcome counts once: a second completion of the job, or one after its destination was deleted, is refused', () =>
+      withStore(async (store) => {
+        await store.ingest({ receivedAtMs: t0, events: [event('a'), event('b')], rejections: [] });
+        const [a, b] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 10 });
+        const ok = attempt({ statusCode: 200, errorClass: null, errorMessage: null });
+        const done = { owner: 'w', nowMs: t0 + 1, firstAttemptAtMs: t0, attempts: [ok], outcome: { status: 'succeeded' as const } };
+        assert.equal(await store.complete({ id: a!.id, ...done }), true);
+        assert.equal(await store.complete({ id: a!.id, ...done }), false, 'the same outcome again');
+        assert.equal((await store.getDelivery(a!.id))!.delivery.attemptCount, 1);
+        assert.equal(await store.abandonPending('d1', t0 + 2), 1);
+        assert.equal(await store.complete({ id: b!.id, ...done }), false, 'its destination was deleted while it was out');
+        assert.equal((await store.getDelivery(b!.id))!.delivery.status, 'dead');
+      }));
+
     test('S13 jobs held when their destination is deleted, then replayed: claimable at once, the old outcome refused', () =>
       withStore(async (store) => {
         await store.ingest({ receivedAtMs: t0, events: [event('a')], rejections: [] });
@@ -394,7 +428,7 @@ describe('PostgreSQL store: plans that touch only the jobs at hand', () => {
    * freshly filled has no statistics yet.
    */
   async function withBacklog(
-    analyze: boolean,
+    statistics: 'current' | 'none' | 'stale',
     fn: (store: PgStore, explain: (sql: string, args: string, settings: string) => Promise<string[]>) => Promise<void>,
   ) {
     const url = await postgresUrl();
@@ -403,10 +437,18 @@ describe('PostgreSQL store: plans that touch only the jobs at hand', () => {
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     try {
-      const jobs = Array.from({ length: 5000 }, (_, i) => ({ destinationId: 'd1', kind: 'event' as const, body: `{"n":${i}}`, messageId: `m${i}` }));
-      await store.enqueue(jobs, t0);
       await client.query(`SET search_path = ${schema}`);
-      if (analyze) await client.query(`ANALYZE deliveries`);
+      // Statistics only as the test says: autovacuum must not analyze the table meanwhile.
+      await client.query(`ALTER TABLE deliveries SET (autovacuum_enabled = off)`);
+      const jobs = (from: number) => Array.from({ length: 5000 }, (_, i) => ({ destinationId: 'd1', kind: 'event' as const, body: `{"n":${from + i}}`, messageId: `m${from + i}` }));
+      if (statistics === 'stale') {
+        // Analyzed while every job was done; the backlog came after.
+        await store.enqueue(jobs(-5000), t0 - 1);
+        await client.query(`UPDATE deliveries SET status = 'succeeded', completed_at = ${t0}`);
+        await client.query(`ANALYZE deliveries`);
+      }
+      await store.enqueue(jobs(0), t0);
+      if (statistics === 'current') await client.query(`ANALYZE deliveries`);
       await fn(store, async (sql, args, settings) => {
         // The connection options of the pool that runs it (`-c name=value ...`), set here.
         const set = [...settings.matchAll(/-c (\w+)=(\w+)/g)].map(([, name, value]) => [name!, value!] as const);
@@ -430,13 +472,41 @@ describe('PostgreSQL store: plans that touch only the jobs at hand', () => {
   }
 
   /** A scan of the whole table, or of all its pending jobs, rather than of the jobs at hand (found by id). */
+  test('a store of the previous version (due index without id) is upgraded in place, its pending jobs kept', async () => {
+    const url = await postgresUrl();
+    const schema = uniqueSchema();
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      const old = await PgStore.open({ connectionString: url, schema, poolSize: 1 });
+      await old.enqueue([{ destinationId: 'd1', kind: 'event', body: '{"n":1}', messageId: 'm1' }], t0);
+      await old.close();
+      // Back to what migration 2 left.
+      await client.query(`SET search_path = ${schema}`);
+      await client.query(`DROP INDEX deliveries_due`);
+      await client.query(`CREATE INDEX deliveries_due ON deliveries (destination_id, next_attempt_at) WHERE status = 'pending'`);
+      await client.query(`DELETE FROM ferry_migrations WHERE version = 3`);
+      const store = await PgStore.open({ connectionString: url, schema, poolSize: 1 });
+      try {
+        const { rows } = await client.query<{ indexdef: string }>(`SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'deliveries_due'`, [schema]);
+        assert.match(rows[0]!.indexdef, /\(destination_id, next_attempt_at, id\) WHERE \(status = 'pending'::text\)/);
+        assert.deepEqual((await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 1000, limit: 10 })).map((j) => j.messageId), ['m1']);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await client.end();
+      await dropSchema(url, schema);
+    }
+  });
+
   const readsTheBacklog = (nodes: string[]) =>
     nodes.some((n) => n === 'Seq Scan of deliveries' || n === 'Bitmap Index Scan on deliveries_due' || n.endsWith('on deliveries_status'));
   const findsById = (nodes: string[]) => nodes.includes('Index Scan on deliveries_pkey') || nodes.includes('Bitmap Index Scan on deliveries_pkey');
 
-  for (const analyzed of [true, false])
-    test(`a claim reads the due index in its own order, sorting nothing, when thousands of jobs share one due time (${analyzed ? 'with' : 'without'} statistics)`, () =>
-      withBacklog(analyzed, async (store, explain) => {
+  for (const statistics of ['current', 'none'] as const)
+    test(`a claim reads the due index in its own order, sorting nothing, when thousands of jobs share one due time (statistics: ${statistics})`, () =>
+      withBacklog(statistics, async (store, explain) => {
         // Planned for the values given (its first runs), then once for any (a named statement).
         for (const mode of ['force_custom_plan', 'force_generic_plan']) {
           const nodes = await explain(claimSql, `'w', ${t0 + 60_000}, 'd1', ${t0}, 50`, `-c plan_cache_mode=${mode}`);
@@ -449,19 +519,20 @@ describe('PostgreSQL store: plans that touch only the jobs at hand', () => {
         assert.deepEqual(claimed.map((j) => j.body), Array.from({ length: 50 }, (_, i) => `{"n":${i}}`), 'the first 50, in order');
       }));
 
-  test('a completion finds each job by primary key, even before the table has statistics', () =>
-    withBacklog(false, async (store, explain) => {
-      const claimed = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 3 });
-      const jobs = claimed.map((j) => ({ i: j.id, o: 'w', f: t0, s: 'succeeded', n: null, c: t0 + 1, r: null, e: null }));
-      const attempts = claimed.map((j) => ({ i: j.id, u: 'https://example.com/hook', s: t0, l: 1, c: 200, e: null, m: null, r: 'ok', t: 'scheduled' }));
-      // As the completion pool may plan it: once, for any values (a named statement).
-      const nodes = await explain(completeSql, `'${JSON.stringify(jobs)}', '${JSON.stringify(attempts)}'`, `-c plan_cache_mode=force_generic_plan ${completionPlanner}`);
-      assert.ok(findsById(nodes), nodes.join(', '));
-      assert.ok(!readsTheBacklog(nodes), nodes.join(', '));
-    }));
+  for (const statistics of ['none', 'stale'] as const)
+    test(`a completion finds each job by primary key, whatever the statistics (${statistics})`, () =>
+      withBacklog(statistics, async (store, explain) => {
+        const claimed = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 3 });
+        const jobs = claimed.map((j) => ({ i: j.id, o: 'w', f: t0, s: 'succeeded', n: null, c: t0 + 1, r: null, e: null }));
+        const attempts = claimed.map((j) => ({ i: j.id, u: 'https://example.com/hook', s: t0, l: 1, c: 200, e: null, m: null, r: 'ok', t: 'scheduled' }));
+        // As the completion pool may plan it: once, for any values (a named statement).
+        const nodes = await explain(completeSql, `'${JSON.stringify(jobs)}', '${JSON.stringify(attempts)}'`, `-c plan_cache_mode=force_generic_plan ${completionPlanner}`);
+        assert.ok(findsById(nodes), nodes.join(', '));
+        assert.ok(!readsTheBacklog(nodes) && !nodes.some((n) => n.endsWith('on deliveries_due')), nodes.join(', '));
+      }));
 
   test('the next due time is one seek in the due index, however long the backlog', () =>
-    withBacklog(false, async (store, explain) => {
+    withBacklog('none', async (store, explain) => {
       const nodes = await explain(nextDueSql, `'{d1,d2}'`, '-c plan_cache_mode=force_custom_plan');
       assert.ok(nodes.includes('Index Only Scan on deliveries_due') && nodes.includes('Limit'), nodes.join(', '));
       assert.ok(!readsTheBacklog(nodes), nodes.join(', '));

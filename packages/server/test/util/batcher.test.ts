@@ -71,10 +71,16 @@ describe('Batcher', () => {
   });
 
   test('with minIntervalMs, a batch starts at most that often: calls made sooner wait for it and go together', async () => {
-    mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_000 });
+    // The interval's clock is injected; its timer is node:test's.
+    let nowMs = 1_000;
+    const advance = (ms: number) => {
+      nowMs += ms;
+      mock.timers.tick(ms);
+    };
+    mock.timers.enable({ apis: ['setTimeout'] });
     try {
       const c = controlled();
-      const b = new Batcher(c.run, { maxBatch: 3, parallel: 1, minIntervalMs: 10 });
+      const b = new Batcher(c.run, { maxBatch: 3, parallel: 1, minIntervalMs: 10, now: () => nowMs });
       const first = b.add(1);
       await turn();
       assert.deepEqual(c.batches.map((x) => x.items), [[1]], 'after a quiet spell the first call goes at once');
@@ -83,10 +89,10 @@ describe('Batcher', () => {
       const later = [b.add(2), b.add(3)];
       await turn();
       assert.equal(c.batches.length, 1, 'the last batch started less than 10 ms ago');
-      mock.timers.tick(9);
+      advance(9);
       await turn();
       assert.equal(c.batches.length, 1);
-      mock.timers.tick(1);
+      advance(1);
       await turn();
       assert.deepEqual(c.batches.map((x) => x.items), [[1], [2, 3]], 'both went together once the interval was over');
       c.batches[1]!.finish();
@@ -99,12 +105,46 @@ describe('Batcher', () => {
       assert.equal(c.batches.length, 3, 'the one left waits again');
       let drained = false;
       void b.drained().then(() => (drained = true));
-      mock.timers.tick(10);
+      advance(10);
       await turn();
+      assert.deepEqual(c.batches.map((x) => x.items), [[1], [2, 3], [4, 5, 6], [7]]);
+      await turn();
+      assert.equal(drained, false, 'its batch is still under way');
       c.batches[3]!.finish();
       assert.deepEqual(await Promise.all(full), [40, 50, 60, 70]);
       await turn();
-      assert.equal(drained, true, 'drained() waits for the call held by the interval');
+      assert.equal(drained, true, 'drained() waited for the call held by the interval');
+    } finally {
+      mock.timers.reset();
+    }
+  });
+
+  test('a wait for the interval never outlasts the interval, whatever the clock says', async () => {
+    let nowMs = 50_000;
+    mock.timers.enable({ apis: ['setTimeout'] });
+    try {
+      const c = controlled();
+      const b = new Batcher(c.run, { maxBatch: 10, parallel: 1, minIntervalMs: 10, now: () => nowMs });
+      void b.add(1);
+      await turn();
+      c.batches[0]!.finish();
+      await turn();
+      // A clock that went back a minute must not hold the next call for a minute.
+      nowMs -= 60_000;
+      void b.add(2);
+      await turn();
+      assert.deepEqual(c.batches.map((x) => x.items), [[1], [2]]);
+      c.batches[1]!.finish();
+      // Nor one that stalls: the timer ends the wait when the interval has passed.
+      nowMs += 1;
+      void b.add(3);
+      await turn();
+      assert.equal(c.batches.length, 2);
+      mock.timers.tick(10);
+      await turn();
+      assert.deepEqual(c.batches.map((x) => x.items), [[1], [2], [3]]);
+      c.batches[2]!.finish();
+      await b.drained();
     } finally {
       mock.timers.reset();
     }

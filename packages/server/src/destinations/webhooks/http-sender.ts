@@ -227,9 +227,7 @@ function parseTarget(raw: string): Target | string {
 
 /** The headers without those the transport owns; the same object when there are none (undici only reads it). */
 function transportHeaders(headers: Record<string, string>): Record<string, string> {
-  let owned = false;
-  for (const name in headers) if (TRANSPORT_HEADERS.has(name.toLowerCase())) owned = true;
-  if (!owned) return headers;
+  if (!Object.keys(headers).some((name) => TRANSPORT_HEADERS.has(name.toLowerCase()))) return headers;
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
     if (!TRANSPORT_HEADERS.has(name.toLowerCase())) out[name] = value;

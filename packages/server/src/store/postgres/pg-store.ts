@@ -7,6 +7,7 @@ import {
   toDeliveryView,
   toRegulation,
   iso,
+  storedText,
   type AttemptRow,
   type ClaimRow,
   type DeliveryRow,
@@ -97,8 +98,9 @@ export const completeSql = `WITH x AS (
 export const completionPlanner = '-c enable_seqscan=off -c enable_bitmapscan=off -c enable_hashjoin=off -c enable_mergejoin=off';
 
 /**
- * Least time between two completion statements. An outcome waits at most this long to be
- * recorded, its job still leased, while the next webhook is already on its way.
+ * Least time between two completion statements. An outcome waits about this long to be
+ * recorded (longer while the previous statement runs), its job still leased, while the next
+ * webhook is already on its way.
  */
 const completionIntervalMs = 10;
 
@@ -362,11 +364,21 @@ export class PgStore implements Store {
         n: o.status === 'pending' ? o.nextAttemptAtMs : null,
         c: o.status === 'pending' ? null : c.nowMs,
         r: o.status === 'dead' ? o.reason : null,
-        e: o.status === 'succeeded' ? null : o.lastError,
+        e: o.status === 'succeeded' ? null : storedText(o.lastError),
       };
     });
     const attempts = items.flatMap((c) =>
-      c.attempts.map((a) => ({ i: c.id, u: a.url, s: a.startedAtMs, l: a.latencyMs, c: a.statusCode, e: a.errorClass, m: a.errorMessage, r: a.responseBody, t: a.trigger })),
+      c.attempts.map((a) => ({
+        i: c.id,
+        u: storedText(a.url),
+        s: a.startedAtMs,
+        l: a.latencyMs,
+        c: a.statusCode,
+        e: a.errorClass,
+        m: storedText(a.errorMessage),
+        r: storedText(a.responseBody),
+        t: a.trigger,
+      })),
     );
     const { rows } = await this.completionPool.query<{ id: number }>({
       // Named: planned once after a few runs, since planning it took longer than running it for a

@@ -19,6 +19,7 @@ import type {
 } from '../store.js';
 import {
   iso,
+  storedText,
   keptRejections,
   toAttemptView,
   toClaimed,
@@ -467,15 +468,15 @@ export class SqliteStore implements Store {
         o.status === 'succeeded'
           ? this.stmts.completeSucceeded.run(args.firstAttemptAtMs, args.nowMs, args.id)
           : o.status === 'pending'
-            ? this.stmts.completeRetry.run({ ...base, nextAttemptAtMs: o.nextAttemptAtMs, lastError: o.lastError })
-            : this.stmts.completeDead.run({ ...base, reason: o.reason, lastError: o.lastError });
+            ? this.stmts.completeRetry.run({ ...base, nextAttemptAtMs: o.nextAttemptAtMs, lastError: storedText(o.lastError) })
+            : this.stmts.completeDead.run({ ...base, reason: o.reason, lastError: storedText(o.lastError) });
       kept = result.changes === 1;
     }
     // A lost lease still logs what was sent; a delivery purged meanwhile (a deletion
     // request) keeps nothing, since a response body may echo the user's data.
     if (kept || this.stmts.deliveryExists.get(args.id, args.createdAtMs ?? null, args.createdAtMs ?? null) !== undefined)
       for (const a of args.attempts)
-        this.stmts.insertAttempt.run(args.id, a.url, a.startedAtMs, a.latencyMs, a.statusCode, a.errorClass, a.errorMessage, a.responseBody, a.trigger);
+        this.stmts.insertAttempt.run(args.id, storedText(a.url), a.startedAtMs, a.latencyMs, a.statusCode, a.errorClass, storedText(a.errorMessage), storedText(a.responseBody), a.trigger);
     return kept;
   }
 
