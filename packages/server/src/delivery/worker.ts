@@ -143,7 +143,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       this.schedule(this.o.settings.pollIntervalMs);
       return;
     }
-    const next = await this.o.store.nextDueAt(this.activeDestinations().map((d) => d.id)).catch(() => null);
+    const next = await this.o.store.nextDueAt(this.o.catalog.enabledDestinations().map((d) => d.id)).catch(() => null);
     if (this.stopped) return;
     if (this.wakeRequested) {
       this.wakeRequested = false;
@@ -152,10 +152,6 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     }
     const untilDue = next === null ? Infinity : Math.max(0, next - this.o.clock.now());
     this.schedule(Math.min(this.o.settings.pollIntervalMs, untilDue));
-  }
-
-  private activeDestinations(): readonly DestinationConfig[] {
-    return this.o.catalog.enabledDestinations();
   }
 
   /**
@@ -195,7 +191,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     const refillAt = Math.max(1, Math.floor(Math.min(settings.perDestinationConcurrency + readyLimit, settings.claimBatchSize) / 2));
     // Start each round at the next destination, so that when slots are scarce the ones late
     // in the list are not always offered what is left.
-    const active = this.activeDestinations();
+    const active = this.o.catalog.enabledDestinations();
     const offset = active.length > 0 ? this.rotation++ % active.length : 0;
     for (let i = 0; i < active.length; i++) {
       const destination = active[(offset + i) % active.length]!;
@@ -257,7 +253,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
    */
   private startAllReady(): void {
     if (this.ready.size === 0) return;
-    const active = this.activeDestinations();
+    const active = this.o.catalog.enabledDestinations();
     const offset = active.length > 0 ? this.readyRotation++ % active.length : 0;
     for (let i = 0; i < active.length; i++) this.startReady(active[(offset + i) % active.length]!);
     // Jobs of a destination disabled or deleted meanwhile are not sent; their leases expire.

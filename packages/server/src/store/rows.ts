@@ -140,13 +140,14 @@ interface WellFormedString {
 }
 
 /**
- * Text of an outcome as a store keeps it: a lone surrogate (a string that is not well-formed
- * Unicode, which an error message or a response may carry) becomes U+FFFD. UTF-8 has no
- * other way to say it: PostgreSQL refuses the escape JSON gives it, and SQLite would keep
- * bytes that read back as three replacement characters.
+ * Text of an outcome (a response body, an error message) as both stores keep it, the same on
+ * each: a NUL and a lone surrogate (a string that is not well-formed Unicode) become U+FFFD.
+ * PostgreSQL text cannot hold a NUL and refuses the escape JSON gives a lone surrogate;
+ * SQLite would keep a lone surrogate as bytes that read back as three replacement characters.
  */
 export function storedText<T extends string | null>(text: T): T {
   if (text === null) return text;
   const s = text as unknown as WellFormedString;
-  return (s.isWellFormed() ? text : s.toWellFormed()) as T;
+  const wellFormed = s.isWellFormed() ? text : s.toWellFormed();
+  return (wellFormed.includes('\u0000') ? wellFormed.replaceAll('\u0000', '\uFFFD') : wellFormed) as T;
 }

@@ -295,13 +295,13 @@ describe('createHttpSender over plain HTTP', () => {
     }
   });
 
-  it('keeps a NUL of a response body as U+FFFD (PostgreSQL text cannot hold it)', async () => {
+  it('reports a response body as received, NUL included (the stores decide how to keep it)', async () => {
     const result = await sendThrough(sender, (_req, res) => {
       res.writeHead(500, { 'content-type': 'text/plain' });
       res.end('bad\u0000byte');
     });
     assert.equal(result.statusCode, 500);
-    assert.equal(result.responseBody, 'bad\uFFFDbyte');
+    assert.equal(result.responseBody, 'bad\u0000byte');
   });
 
   it('refuses a non-positive responseBodyWaitMs at construction', () => {

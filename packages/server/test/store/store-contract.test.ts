@@ -230,8 +230,8 @@ for (const backend of backends) {
         const jobs = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 10 });
         assert.equal(jobs.length, 3);
         const ok = attempt({ statusCode: 200, errorClass: null, errorMessage: null, responseBody: 'ok' });
-        // PostgreSQL text cannot hold a NUL, so it refuses this one attempt row (SQLite keeps it).
-        const refused = attempt({ statusCode: 200, errorClass: null, errorMessage: null, responseBody: 'nul\u0000' });
+        // A status code beyond PostgreSQL's integer column: it refuses this one attempt row (SQLite keeps it).
+        const refused = attempt({ statusCode: 2 ** 31, errorClass: null, errorMessage: null, responseBody: 'ok' });
         const outcomes = await Promise.allSettled(
           jobs.map((j, i) => store.complete({ id: j.id, owner: 'w', nowMs: t0 + 1, firstAttemptAtMs: t0, attempts: [i === 1 ? refused : ok], outcome: { status: 'succeeded' } })),
         );
@@ -278,11 +278,11 @@ for (const backend of backends) {
         assert.equal(await store.complete({ id: notice!.id, owner: 'w', createdAtMs: notice!.createdAtMs, nowMs: t0 + 5, firstAttemptAtMs: t0 + 3, attempts: [ok], outcome: { status: 'succeeded' } }), true);
       }));
 
-    test('S14 text that is not well-formed Unicode (a lone surrogate) is recorded with U+FFFD in its place', () =>
+    test('S14 text a store cannot keep as it is (a lone surrogate, a NUL) is recorded with U+FFFD in its place', () =>
       withStore(async (store) => {
         await store.ingest({ receivedAtMs: t0, events: [event('a')], rejections: [] });
         const [job] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 10 });
-        const broken = attempt({ errorMessage: 'HTTP 503 \ud800', responseBody: 'busy \udc00' });
+        const broken = attempt({ errorMessage: 'HTTP 503 \ud800', responseBody: 'busy \udc00 \u0000' });
         const kept = await store.complete({
           id: job!.id,
           owner: 'w',
@@ -295,7 +295,7 @@ for (const backend of backends) {
         const detail = (await store.getDelivery(job!.id))!;
         assert.equal(detail.delivery.lastError, 'HTTP 503 \ufffd');
         assert.equal(detail.attempts[0]!.errorMessage, 'HTTP 503 \ufffd');
-        assert.equal(detail.attempts[0]!.responseBody, 'busy \ufffd');
+        assert.equal(detail.attempts[0]!.responseBody, 'busy \ufffd \ufffd');
       }));
 
     test('S15 an outcome counts once: a second completion of the job, or one after its destination was deleted, is refused', () =>

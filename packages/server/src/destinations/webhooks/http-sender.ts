@@ -277,10 +277,8 @@ function exchange(
       if (keptBytes > 0) {
         // stream: true holds back a multi-byte character cut at the limit instead of emitting
         // U+FFFD; the final decode() then drops what was held back, so the decoder starts clean.
-        let text = utf8.decode(Buffer.concat(kept, keptBytes), { stream: true });
+        const text = utf8.decode(Buffer.concat(kept, keptBytes), { stream: true });
         utf8.decode();
-        // A NUL is legal in a body but not in a PostgreSQL text column; it is kept visible.
-        if (text.includes('\u0000')) text = text.replaceAll('\u0000', '\uFFFD');
         if (text.length > 0) result.responseBody = text;
       }
       if (statusCode < 200 || statusCode > 299) {

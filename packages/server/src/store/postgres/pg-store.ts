@@ -157,16 +157,16 @@ export class PgStore implements Store {
   static async open(options: PgStoreOptions): Promise<PgStore> {
     const schema = options.schema ?? 'public';
     if (!schemaName.test(schema)) throw new Error(`invalid schema name ${JSON.stringify(schema)}`);
-    const poolOptions = (max: number, settings: string): pg.PoolConfig => ({
+    const poolOptions = (max: number, settings = ''): pg.PoolConfig => ({
       connectionString: options.connectionString,
       max,
-      options: `-c search_path=${schema}${settings}`,
+      options: `-c search_path=${schema} ${settings}`.trim(),
       types: typeParsers,
       // A server that is down or unreachable must fail a request (503) rather than hang it.
       connectionTimeoutMillis: 5000,
     });
-    const pool = new pg.Pool(poolOptions(options.poolSize ?? 10, ''));
-    const completionPool = new pg.Pool(poolOptions(2, ` -c synchronous_commit=off ${completionPlanner}`));
+    const pool = new pg.Pool(poolOptions(options.poolSize ?? 10));
+    const completionPool = new pg.Pool(poolOptions(2, `-c synchronous_commit=off ${completionPlanner}`));
     // An idle client's error (e.g. the server restarted) must not crash the process; the next query reconnects.
     pool.on('error', () => {});
     completionPool.on('error', () => {});
