@@ -92,9 +92,13 @@ async function postgresCeiling(m: Ask): Promise<{ events: number; ms: number }> 
           [ids, users, json, nowMs],
         );
         const idOf = new Map(inserted.rows.map((r) => [r.message_id, r.id]));
+        // A job is its delivery row and its queue row, as the store writes them.
         await client.query(
-          `INSERT INTO deliveries (destination_id, source_id, event_id, kind, message_id, user_id, body, created_at, next_attempt_at)
-           SELECT 'hooks', 'bench', e, 'event', m, u, b, $5, $5 FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) AS x(e, m, u, b)`,
+          `WITH d AS (
+             INSERT INTO deliveries (destination_id, source_id, event_id, kind, message_id, user_id, body, created_at, next_attempt_at)
+             SELECT 'hooks', 'bench', e, 'event', m, u, b, $5, $5 FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) AS x(e, m, u, b)
+             RETURNING id, destination_id, next_attempt_at)
+           INSERT INTO delivery_queue (delivery_id, destination_id, next_attempt_at) SELECT id, destination_id, next_attempt_at FROM d`,
           [ids.map((id) => idOf.get(id)!), ids, users, bodies, nowMs],
         );
         await client.query('COMMIT');

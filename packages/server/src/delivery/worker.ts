@@ -8,7 +8,11 @@ import type { Catalog } from '../routing/catalog.js';
 import type { AttemptOutcome, AttemptRecord, ClaimedDelivery, Store } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
 import { redactUrl } from '../config/redact.js';
+import { readyLimits, RecentSlowest } from './ready-limits.js';
 import { decideOutcome } from './retry-policy.js';
+
+/** How long a slow exchange keeps the jobs held ready shallow: between one and two of these. */
+const paceWindowMs = 10_000;
 
 /** Lifecycle events of deliveries, named `noun:verb`. */
 export interface DeliveryEvents {
@@ -58,6 +62,9 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   /** Set by a claim round that left a destination alone because too few of its slots were free. */
   private waitingForSlots = false;
   private readonly random: () => number;
+  /** The slowest exchange lately, per destination id and over all, for {@link readyLimits}. */
+  private readonly slowest = new Map<string, RecentSlowest>();
+  private readonly slowestAny = new RecentSlowest(paceWindowMs);
 
   constructor(private readonly o: DeliveryWorkerOptions) {
     super();
@@ -154,21 +161,18 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     this.schedule(Math.min(this.o.settings.pollIntervalMs, untilDue));
   }
 
-  /**
-   * How many jobs may be held leased beyond the busy slots, ready to start the moment a slot
-   * frees (no store round trip between one job and the next, and one claim query for many
-   * jobs). The k-th ready job of a destination waits at most about ceil(k / slots) attempts
-   * for its slot, and must still finish its own attempt inside the lease; about half of what
-   * the lease would allow is kept as a margin. Per destination that is bounded by its slots
-   * and by `claimBatchSize`; over all destinations, by the global slots, which ready jobs of
-   * different destinations also wait for. With the defaults (60 s lease, 5 s timeout, 16 and
-   * 64 slots): 80 per destination, 320 in all. With a lease shorter than four attempts, 0,
-   * and jobs are claimed only for free slots.
-   */
-  private readyLimits(): { perDestination: number; total: number } {
-    const s = this.o.settings;
-    const waits = Math.max(0, Math.floor((Math.floor(s.leaseMs / s.timeoutMs) - 2) / 2));
-    return { perDestination: Math.min(s.claimBatchSize, s.perDestinationConcurrency * waits), total: s.concurrency * waits };
+  /** How many jobs may be held ready for a destination and over all: see {@link readyLimits}. */
+  private readyLimits(destinationId: string): { perDestination: number; total: number } {
+    const now = this.o.clock.now();
+    return readyLimits(this.o.settings, { destination: this.slowest.get(destinationId)?.value(now), any: this.slowestAny.value(now) });
+  }
+
+  private recordExchange(destinationId: string, ms: number): void {
+    const now = this.o.clock.now();
+    let pace = this.slowest.get(destinationId);
+    if (!pace) this.slowest.set(destinationId, (pace = new RecentSlowest(paceWindowMs)));
+    pace.record(ms, now);
+    this.slowestAny.record(ms, now);
   }
 
   private readyTotal(): number {
@@ -184,11 +188,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
    */
   async tick(): Promise<number> {
     const { settings } = this.o;
-    const { perDestination: readyLimit, total: readyTotalLimit } = this.readyLimits();
     let claimed = 0;
-    // Refill in batches: while a destination holds most of what it may, wait until half of
-    // it is free, so that one claim query serves many jobs rather than one each.
-    const refillAt = Math.max(1, Math.floor(Math.min(settings.perDestinationConcurrency + readyLimit, settings.claimBatchSize) / 2));
     // Start each round at the next destination, so that when slots are scarce the ones late
     // in the list are not always offered what is left.
     const active = this.o.catalog.enabledDestinations();
@@ -198,6 +198,10 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       this.startReady(destination);
       const busy = this.inFlight.get(destination.id) ?? 0;
       const ready = this.ready.get(destination.id)?.length ?? 0;
+      const { perDestination: readyLimit, total: readyTotalLimit } = this.readyLimits(destination.id);
+      // Refill in batches: while a destination holds most of what it may, wait until half of
+      // it is free, so that one claim query serves many jobs rather than one each.
+      const refillAt = Math.max(1, Math.floor(Math.min(settings.perDestinationConcurrency + readyLimit, settings.claimBatchSize) / 2));
       const room = Math.min(
         settings.perDestinationConcurrency + readyLimit - busy - ready,
         // Jobs waiting for their outcome to be recorded count too: if the store falls behind,
@@ -258,6 +262,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     for (let i = 0; i < active.length; i++) this.startReady(active[(offset + i) % active.length]!);
     // Jobs of a destination disabled or deleted meanwhile are not sent; their leases expire.
     if (active.length !== this.ready.size) for (const id of [...this.ready.keys()]) if (!active.some((d) => d.id === id)) this.ready.delete(id);
+    if (active.length < this.slowest.size) for (const id of [...this.slowest.keys()]) if (!active.some((d) => d.id === id)) this.slowest.delete(id);
   }
 
   private track(p: Promise<void>): void {
@@ -322,6 +327,9 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     // Most destinations have one URL: no array of promises to gather for it.
     const results: SendResult[] = webhooks.length === 1 ? [await sendTo(webhooks[0]!)] : await Promise.all(webhooks.map(sendTo));
     release();
+    let exchangeMs = 0;
+    for (const r of results) if (r.latencyMs > exchangeMs) exchangeMs = r.latencyMs;
+    this.recordExchange(destination.id, exchangeMs);
     const nowMs = clock.now();
     const outcome: AttemptOutcome = decideOutcome({
       results,

@@ -284,7 +284,7 @@ describe('delivery decisions', () => {
     assert.equal((await deliveries(ferry, 'pending')).length, 0);
   });
 
-  test('with the default lease and timeout a destination holds 80 jobs ready beyond its 16 busy slots', async () => {
+  test('with the default lease and timeout, and no exchange seen yet, a destination holds 80 jobs ready beyond its 16 busy slots', async () => {
     const clock = new ManualClock();
     const slow = await startReceiver('hang');
     try {
@@ -302,6 +302,31 @@ describe('delivery decisions', () => {
     } finally {
       // Dropping the hanging requests lets the stop below finish without waiting for timeouts.
       await slow.close();
+    }
+  });
+
+  test('a destination seen answering fast holds a whole claim batch ready, claimed in one round', async () => {
+    const clock = new ManualClock();
+    const receiver = await startReceiver({ status: 200 });
+    try {
+      const config = testConfig([webhooksDestination('hooks', [receiver.url])], {
+        delivery: { ...delivery, timeoutMs: 5000, leaseMs: 60_000, perDestinationConcurrency: 16, concurrency: 64, claimBatchSize: 400 },
+      });
+      ferry = await startFerry(config, { clock, deliver: false });
+      await ferry.send('/v1/batch', { batch: Array.from({ length: 20 }, (_, i) => ({ type: 'track', userId: `u${i}`, event: 'E' })) });
+      await ferry.ferry.worker.runUntilIdle();
+      assert.equal(receiver.requests.length, 20);
+      // Now the endpoint stops answering: what matters is the pace seen so far.
+      receiver.reply('hang');
+      await ferry.send('/v1/batch', { batch: Array.from({ length: 500 }, (_, i) => ({ type: 'track', userId: `v${i}`, event: 'E' })) });
+      await ferry.ferry.worker.tick();
+      await receiver.waitFor(36);
+      const pending = (await ferry.admin('GET', '/deliveries?status=pending&limit=1000')).json.deliveries as any[];
+      assert.equal(pending.length, 500);
+      const leased = pending.filter((d) => Date.parse(d.nextAttemptAt) === clock.now() + 60_000);
+      assert.equal(leased.length, 400, '16 sending and 384 ready, not 16 and 80');
+    } finally {
+      await receiver.close();
     }
   });
 

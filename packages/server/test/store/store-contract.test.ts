@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { claimSql, completeSql, completionPlanner, nextDueSql, PgStore } from '../../src/store/postgres/pg-store.js';
+import { migrations } from '../../src/store/postgres/migrations/index.js';
+import { claimPlanner, claimSql, completeSql, completionPlanner, nextDueSql, PgStore } from '../../src/store/postgres/pg-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { AttemptRecord, NewEvent, Store } from '../../src/store/store.js';
 import { dropSchema, openFreshPgStore, postgresUrl, stopPostgres, uniqueSchema } from '../helpers/postgres.js';
@@ -429,7 +430,7 @@ describe('PostgreSQL store: plans that touch only the jobs at hand', () => {
    */
   async function withBacklog(
     statistics: 'current' | 'none' | 'stale',
-    fn: (store: PgStore, explain: (sql: string, args: string, settings: string) => Promise<string[]>) => Promise<void>,
+    fn: (store: PgStore, explain: (sql: string, args: string, settings: string) => Promise<string[]>, schema: string) => Promise<void>,
   ) {
     const url = await postgresUrl();
     const schema = uniqueSchema();
@@ -439,16 +440,17 @@ describe('PostgreSQL store: plans that touch only the jobs at hand', () => {
     try {
       await client.query(`SET search_path = ${schema}`);
       // Statistics only as the test says: autovacuum must not analyze the table meanwhile.
-      await client.query(`ALTER TABLE deliveries SET (autovacuum_enabled = off)`);
+      for (const table of ['deliveries', 'delivery_queue']) await client.query(`ALTER TABLE ${table} SET (autovacuum_enabled = off)`);
       const jobs = (from: number) => Array.from({ length: 5000 }, (_, i) => ({ destinationId: 'd1', kind: 'event' as const, body: `{"n":${from + i}}`, messageId: `m${from + i}` }));
       if (statistics === 'stale') {
         // Analyzed while every job was done; the backlog came after.
         await store.enqueue(jobs(-5000), t0 - 1);
         await client.query(`UPDATE deliveries SET status = 'succeeded', completed_at = ${t0}`);
-        await client.query(`ANALYZE deliveries`);
+        await client.query(`DELETE FROM delivery_queue`);
+        await client.query(`ANALYZE deliveries, delivery_queue`);
       }
       await store.enqueue(jobs(0), t0);
-      if (statistics === 'current') await client.query(`ANALYZE deliveries`);
+      if (statistics === 'current') await client.query(`ANALYZE deliveries, delivery_queue`);
       await fn(store, async (sql, args, settings) => {
         // The connection options of the pool that runs it (`-c name=value ...`), set here.
         const set = [...settings.matchAll(/-c (\w+)=(\w+)/g)].map(([, name, value]) => [name!, value!] as const);
@@ -463,7 +465,7 @@ describe('PostgreSQL store: plans that touch only the jobs at hand', () => {
           await client.query('DEALLOCATE statement');
           for (const [name] of set) await client.query(`RESET ${name}`);
         }
-      });
+      }, schema);
     } finally {
       await client.end();
       await store.close();
@@ -471,26 +473,42 @@ describe('PostgreSQL store: plans that touch only the jobs at hand', () => {
     }
   }
 
-  /** A scan of the whole table, or of all its pending jobs, rather than of the jobs at hand (found by id). */
-  test('a store of the previous version (due index without id) is upgraded in place, its pending jobs kept', async () => {
+  test('a store of an earlier version (migration 2) is upgraded in place: its pending jobs queued, leases kept, dead letters listed', async () => {
     const url = await postgresUrl();
     const schema = uniqueSchema();
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     try {
-      const old = await PgStore.open({ connectionString: url, schema, poolSize: 1 });
-      await old.enqueue([{ destinationId: 'd1', kind: 'event', body: '{"n":1}', messageId: 'm1' }], t0);
-      await old.close();
-      // Back to what migration 2 left.
+      // What migrations 1 and 2 left, with one job of each kind.
+      await client.query(`CREATE SCHEMA ${schema}`);
       await client.query(`SET search_path = ${schema}`);
-      await client.query(`DROP INDEX deliveries_due`);
-      await client.query(`CREATE INDEX deliveries_due ON deliveries (destination_id, next_attempt_at) WHERE status = 'pending'`);
-      await client.query(`DELETE FROM ferry_migrations WHERE version = 3`);
+      await client.query(`CREATE TABLE ferry_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`);
+      for (const m of migrations.filter((m) => m.version <= 2)) {
+        await client.query(m.sql);
+        await client.query(`INSERT INTO ferry_migrations VALUES ($1, 0)`, [m.version]);
+      }
+      await client.query(
+        `INSERT INTO deliveries (destination_id, kind, message_id, body, status, created_at, next_attempt_at, lease_owner, dead_reason) VALUES
+           ('d1', 'event', 'due', '{}', 'pending', $1, $1, NULL, NULL),
+           ('d1', 'event', 'held', '{}', 'pending', $1, $2, 'old-node', NULL),
+           ('d1', 'event', 'sent', '{}', 'succeeded', $1, $1, NULL, NULL),
+           ('d1', 'event', 'dead', '{}', 'dead', $1, $1, NULL, 'retry_window_exhausted')`,
+        [t0, t0 + 60_000],
+      );
       const store = await PgStore.open({ connectionString: url, schema, poolSize: 1 });
       try {
-        const { rows } = await client.query<{ indexdef: string }>(`SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'deliveries_due'`, [schema]);
-        assert.match(rows[0]!.indexdef, /\(destination_id, next_attempt_at, id\) WHERE \(status = 'pending'::text\)/);
-        assert.deepEqual((await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 1000, limit: 10 })).map((j) => j.messageId), ['m1']);
+        const { rows } = await client.query<{ indexname: string }>(`SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND tablename = 'deliveries' ORDER BY 1`, [schema]);
+        assert.deepEqual(rows.map((r) => r.indexname), ['deliveries_dead', 'deliveries_message', 'deliveries_pkey', 'deliveries_user']);
+        const held = await client.query(`SELECT q.lease_owner, q.next_attempt_at FROM delivery_queue q JOIN deliveries d ON d.id = q.delivery_id WHERE d.message_id = 'held'`);
+        assert.deepEqual(held.rows, [{ lease_owner: 'old-node', next_attempt_at: String(t0 + 60_000) }]);
+        assert.deepEqual((await store.listDeliveries({ status: 'pending', limit: 10 })).map((d) => [d.messageId, d.nextAttemptAt]), [
+          ['due', new Date(t0).toISOString()],
+          ['held', new Date(t0 + 60_000).toISOString()],
+        ]);
+        assert.deepEqual((await store.listDeliveries({ status: 'dead', limit: 10 })).map((d) => d.messageId), ['dead']);
+        assert.deepEqual((await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 120_000, limit: 10 })).map((j) => j.messageId), ['due']);
+        // The lease taken before the upgrade still holds, and runs out as it would have.
+        assert.deepEqual((await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 60_000, leaseMs: 120_000, limit: 10 })).map((j) => j.messageId), ['held']);
       } finally {
         await store.close();
       }
@@ -500,19 +518,20 @@ describe('PostgreSQL store: plans that touch only the jobs at hand', () => {
     }
   });
 
+  /** A scan of the whole table, or of all its pending jobs, rather than of the jobs at hand (found by id). */
   const readsTheBacklog = (nodes: string[]) =>
-    nodes.some((n) => n === 'Seq Scan of deliveries' || n === 'Bitmap Index Scan on deliveries_due' || n.endsWith('on deliveries_status'));
+    nodes.some((n) => n === 'Seq Scan of deliveries' || n === 'Seq Scan of delivery_queue' || n === 'Bitmap Index Scan on delivery_queue_due');
   const findsById = (nodes: string[]) => nodes.includes('Index Scan on deliveries_pkey') || nodes.includes('Bitmap Index Scan on deliveries_pkey');
 
-  for (const statistics of ['current', 'none'] as const)
+  for (const statistics of ['current', 'none', 'stale'] as const)
     test(`a claim reads the due index in its own order, sorting nothing, when thousands of jobs share one due time (statistics: ${statistics})`, () =>
       withBacklog(statistics, async (store, explain) => {
         // Planned for the values given (its first runs), then once for any (a named statement).
         for (const mode of ['force_custom_plan', 'force_generic_plan']) {
-          const nodes = await explain(claimSql, `'w', ${t0 + 60_000}, 'd1', ${t0}, 50`, `-c plan_cache_mode=${mode}`);
+          const nodes = await explain(claimSql, `'w', ${t0 + 60_000}, 'd1', ${t0}, 50`, `-c plan_cache_mode=${mode} ${claimPlanner}`);
           const plan = `${mode}: ${nodes.join(', ')}`;
-          assert.ok(nodes.includes('Index Scan on deliveries_due'), plan);
-          assert.ok(findsById(nodes), plan);
+          assert.ok(nodes.includes('Index Scan on delivery_queue_due'), plan);
+          assert.ok(nodes.includes('Index Scan on delivery_queue_pkey') && findsById(nodes), plan);
           assert.ok(!readsTheBacklog(nodes) && !nodes.some((n) => n.includes('Sort')), plan);
         }
         const claimed = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 50 });
@@ -527,14 +546,48 @@ describe('PostgreSQL store: plans that touch only the jobs at hand', () => {
         const attempts = claimed.map((j) => ({ i: j.id, u: 'https://example.com/hook', s: t0, l: 1, c: 200, e: null, m: null, r: 'ok', t: 'scheduled' }));
         // As the completion pool may plan it: once, for any values (a named statement).
         const nodes = await explain(completeSql, `'${JSON.stringify(jobs)}', '${JSON.stringify(attempts)}'`, `-c plan_cache_mode=force_generic_plan ${completionPlanner}`);
-        assert.ok(findsById(nodes), nodes.join(', '));
-        assert.ok(!readsTheBacklog(nodes) && !nodes.some((n) => n.endsWith('on deliveries_due')), nodes.join(', '));
+        assert.ok(findsById(nodes) && nodes.includes('Index Scan on delivery_queue_pkey'), nodes.join(', '));
+        assert.ok(!readsTheBacklog(nodes) && !nodes.some((n) => n.endsWith('on delivery_queue_due')), nodes.join(', '));
       }));
+
+  test('recording outcomes writes each delivery row as a HOT update: a new version beside it, no index entry', () =>
+    withBacklog('current', async (store, _explain, schema) => {
+      const claimed = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 3 });
+      const outcomes = [
+        { s: 'succeeded', n: null, c: t0 + 1, r: null, e: null },
+        { s: 'pending', n: t0 + 5000, c: null, r: null, e: 'HTTP 503' },
+        { s: 'succeeded', n: null, c: t0 + 1, r: null, e: null },
+      ];
+      const jobs = claimed.map((j, k) => ({ i: j.id, o: 'w', f: t0, ...outcomes[k]! }));
+      const attempts = claimed.map((j) => ({ i: j.id, u: 'https://example.com/hook', s: t0, l: 1, c: 200, e: null, m: null, r: 'ok', t: 'scheduled' }));
+      const client = new pg.Client({ connectionString: await postgresUrl(), options: completionPlanner });
+      await client.connect();
+      try {
+        await client.query(`SET search_path = ${schema}`);
+        await client.query('BEGIN');
+        const { rows } = await client.query(completeSql, [JSON.stringify(jobs), JSON.stringify(attempts)]);
+        assert.equal(rows.length, 3);
+        // This transaction's own counts, so nothing else on the server can blur them.
+        const counts = await client.query<{ updated: string; hot: string }>(
+          `SELECT pg_stat_get_xact_tuples_updated('deliveries'::regclass) AS updated, pg_stat_get_xact_tuples_hot_updated('deliveries'::regclass) AS hot`,
+        );
+        assert.deepEqual(counts.rows[0], { updated: '3', hot: '3' });
+        await client.query('COMMIT');
+      } finally {
+        await client.end();
+      }
+      const views = await Promise.all(claimed.map(async (j) => (await store.getDelivery(j.id))!.delivery));
+      assert.deepEqual(views.map((v) => [v.status, v.nextAttemptAt]), [
+        ['succeeded', null],
+        ['pending', new Date(t0 + 5000).toISOString()],
+        ['succeeded', null],
+      ]);
+    }));
 
   test('the next due time is one seek in the due index, however long the backlog', () =>
     withBacklog('none', async (store, explain) => {
       const nodes = await explain(nextDueSql, `'{d1,d2}'`, '-c plan_cache_mode=force_custom_plan');
-      assert.ok(nodes.includes('Index Only Scan on deliveries_due') && nodes.includes('Limit'), nodes.join(', '));
+      assert.ok(nodes.includes('Index Only Scan on delivery_queue_due') && nodes.includes('Limit'), nodes.join(', '));
       assert.ok(!readsTheBacklog(nodes), nodes.join(', '));
       assert.equal(await store.nextDueAt(['d1', 'd2']), t0);
     }));
