@@ -11,18 +11,22 @@ import type { DeliverySettings } from '../config/model.js';
  * `floor((leaseMs − timeoutMs − 1000) / (2 × exchangeMs))` jobs waiting behind it, half of
  * what the lease allows being kept as a margin.
  *
- * `exchangeMs` is the slowest exchange seen lately ({@link RecentSlowest}), or `timeoutMs`
+ * `exchangeMs` is the slowest exchange seen lately ({@link RecentSlowest}; the time a slot
+ * was taken, response body included, or the age of one still in flight), or `timeoutMs`
  * when none was seen: a destination that answers in a millisecond may hold a whole claim
  * batch ready, one that may take the full timeout holds 5 per slot (60 s lease, 5 s
- * timeout). Either way, at most `claimBatchSize` per destination and that many per slot of
- * a destination over all of them. If a fast endpoint turns slow while jobs wait, those whose
+ * timeout). Either way, at most `claimBatchSize` per destination, and over all of them a
+ * claim batch for each destination that can be busy at once (`concurrency /
+ * perDestinationConcurrency`). If a fast endpoint turns slow while jobs wait, those whose
  * lease would run out are not started; they are claimed again when it does.
  */
 export function readyLimits(
   settings: DeliverySettings,
   exchangeMs: { destination: number | undefined; any: number | undefined },
 ): { perDestination: number; total: number } {
-  const { leaseMs, timeoutMs, claimBatchSize, perDestinationConcurrency, concurrency } = settings;
+  const { leaseMs, timeoutMs, claimBatchSize, concurrency } = settings;
+  // A destination can never have more slots than there are in all.
+  const perDestinationConcurrency = Math.min(settings.perDestinationConcurrency, concurrency);
   const perSlot = (slowest: number | undefined): number => {
     const exchange = Math.min(timeoutMs, Math.max(1, slowest ?? timeoutMs));
     return Math.max(0, Math.floor((leaseMs - timeoutMs - 1000) / (2 * exchange)));

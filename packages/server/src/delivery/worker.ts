@@ -65,6 +65,8 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   /** The slowest exchange lately, per destination id and over all, for {@link readyLimits}. */
   private readonly slowest = new Map<string, RecentSlowest>();
   private readonly slowestAny = new RecentSlowest(paceWindowMs);
+  /** Exchanges in flight per destination id, oldest first (a Set keeps insertion order). */
+  private readonly exchanges = new Map<string, Set<{ startedAtMs: number }>>();
 
   constructor(private readonly o: DeliveryWorkerOptions) {
     super();
@@ -161,10 +163,25 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     this.schedule(Math.min(this.o.settings.pollIntervalMs, untilDue));
   }
 
-  /** How many jobs may be held ready for a destination and over all: see {@link readyLimits}. */
+  /**
+   * How many jobs may be held ready for a destination and over all: see {@link readyLimits}.
+   * An exchange still in flight counts with its age so far, so that an endpoint that stops
+   * answering makes the next claims shallow at once, not only when its first timeout ends.
+   */
   private readyLimits(destinationId: string): { perDestination: number; total: number } {
     const now = this.o.clock.now();
-    return readyLimits(this.o.settings, { destination: this.slowest.get(destinationId)?.value(now), any: this.slowestAny.value(now) });
+    // Only a finished exchange shows that an endpoint is fast; one in flight can only show it slow.
+    const slowest = (recent: number | undefined, inFlight: number): number | undefined => (recent === undefined ? undefined : Math.max(recent, inFlight));
+    const age = (id: string): number => {
+      for (const e of this.exchanges.get(id) ?? []) return now - e.startedAtMs;
+      return -1;
+    };
+    let oldest = -1;
+    for (const id of this.exchanges.keys()) oldest = Math.max(oldest, age(id));
+    return readyLimits(this.o.settings, {
+      destination: slowest(this.slowest.get(destinationId)?.value(now), age(destinationId)),
+      any: slowest(this.slowestAny.value(now), oldest),
+    });
   }
 
   private recordExchange(destinationId: string, ms: number): void {
@@ -263,6 +280,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     // Jobs of a destination disabled or deleted meanwhile are not sent; their leases expire.
     if (active.length !== this.ready.size) for (const id of [...this.ready.keys()]) if (!active.some((d) => d.id === id)) this.ready.delete(id);
     if (active.length < this.slowest.size) for (const id of [...this.slowest.keys()]) if (!active.some((d) => d.id === id)) this.slowest.delete(id);
+    if (active.length < this.exchanges.size) for (const [id, set] of [...this.exchanges]) if (set.size === 0 && !active.some((d) => d.id === id)) this.exchanges.delete(id);
   }
 
   private track(p: Promise<void>): void {
@@ -287,12 +305,19 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   private async process(job: ClaimedDelivery, destination: DestinationConfig): Promise<void> {
     this.inFlight.set(destination.id, (this.inFlight.get(destination.id) ?? 0) + 1);
     this.total++;
+    const exchange = { startedAtMs: this.o.clock.now() };
+    let started = this.exchanges.get(destination.id);
+    if (!started) this.exchanges.set(destination.id, (started = new Set()));
+    started.add(exchange);
     let released = false;
     // The slot bounds requests to the endpoint, so it frees as soon as the exchange is over:
     // recording the outcome (the job stays leased until then) overlaps the next request.
     const release = (): void => {
       if (released) return;
       released = true;
+      // How long the slot was taken, response body included, for the next ready limits.
+      started.delete(exchange);
+      this.recordExchange(destination.id, this.o.clock.now() - exchange.startedAtMs);
       this.recording++;
       this.inFlight.set(destination.id, (this.inFlight.get(destination.id) ?? 1) - 1);
       this.total--;
@@ -327,9 +352,6 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     // Most destinations have one URL: no array of promises to gather for it.
     const results: SendResult[] = webhooks.length === 1 ? [await sendTo(webhooks[0]!)] : await Promise.all(webhooks.map(sendTo));
     release();
-    let exchangeMs = 0;
-    for (const r of results) if (r.latencyMs > exchangeMs) exchangeMs = r.latencyMs;
-    this.recordExchange(destination.id, exchangeMs);
     const nowMs = clock.now();
     const outcome: AttemptOutcome = decideOutcome({
       results,

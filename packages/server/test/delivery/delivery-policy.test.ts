@@ -325,6 +325,12 @@ describe('delivery decisions', () => {
       assert.equal(pending.length, 500);
       const leased = pending.filter((d) => Date.parse(d.nextAttemptAt) === clock.now() + 60_000);
       assert.equal(leased.length, 400, '16 sending and 384 ready, not 16 and 80');
+      // Exchanges in flight count with their age: 3 s unanswered make the next claims shallow
+      // at once (54,000 / (2 x 3,000) = 9 per slot), before any of them times out.
+      const limits = () => (ferry!.ferry.worker as unknown as { readyLimits(id: string): { perDestination: number } }).readyLimits('hooks');
+      assert.equal(limits().perDestination, 400);
+      clock.advance(3000);
+      assert.equal(limits().perDestination, 16 * 9);
     } finally {
       await receiver.close();
     }
