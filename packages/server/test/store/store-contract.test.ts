@@ -353,6 +353,34 @@ function withStoreAndOther(fn: (store: SqliteStore, other: Database.Database) =>
 }
 
 describe('SQLite store: one process per file, leases in memory', () => {
+  test('claims in a backlog read on after the last job claimed; jobs before it that are free again come back within a few claims', () =>
+    withSqlitePath(async (path) => {
+      const store = new SqliteStore({ path });
+      try {
+        await store.ingest({ receivedAtMs: t0, events: Array.from({ length: 100 }, (_, i) => event(`m${String(i).padStart(3, '0')}`)), rejections: [] });
+        const claim = async (nowMs: number, limit: number, leaseMs = 60_000) =>
+          (await store.claim({ destinationId: 'd1', owner: 'w', nowMs, leaseMs, limit })).map((j) => Number(j.messageId!.slice(1)));
+        const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
+        assert.deepEqual(await claim(t0, 10, 1000), range(0, 10), 'held for one second');
+        assert.deepEqual(await claim(t0, 10), range(10, 10));
+        // The first ten are free again: a claim that reads on does not see them, ...
+        assert.deepEqual(await claim(t0 + 5000, 10), range(20, 10));
+        // ... one that finds fewer than it asked for reads from the start, skipping what is held.
+        const rest = await claim(t0 + 5000, 200);
+        assert.deepEqual(rest, [...range(0, 10), ...range(30, 70)]);
+        assert.equal(new Set(rest).size, rest.length);
+        // Every eighth claim reads from the start too, even in a long backlog.
+        await store.ingest({ receivedAtMs: t0 + 1, events: Array.from({ length: 200 }, (_, i) => event(`m${100 + i}`, { receivedAtMs: t0 + 1 })), rejections: [] });
+        assert.deepEqual(await claim(t0 + 5000, 5, 1000), range(100, 5), 'held for one second');
+        const seen: number[] = [];
+        for (let i = 0; i < 8; i++) seen.push(...(await claim(t0 + 7000, 5)));
+        assert.ok(range(100, 5).every((n) => seen.includes(n)), `the five whose lease ran out were claimed again within eight claims: ${seen.join(',')}`);
+        assert.equal(new Set(seen).size, seen.length, 'no job claimed twice');
+      } finally {
+        await store.close();
+      }
+    }));
+
   test('a second store on the same file is refused while the first is open, and allowed once it closes', () =>
     withSqlitePath(async (path) => {
       const first = new SqliteStore({ path });

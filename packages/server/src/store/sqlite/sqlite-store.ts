@@ -102,6 +102,11 @@ function holds(lease: Lease, completion: Completion): boolean {
 const BUSY_TIMEOUT_MS = 250;
 /** While delivery outcomes cannot be recorded, how often a test write is tried. */
 const PROBE_INTERVAL_MS = 1000;
+/** One claim in this many reads the due jobs from the start (see claim). */
+const FULL_READ_EVERY = 8;
+
+/** A claimed row with its place in the due index. */
+type DueClaimRow = ClaimRow & { next_attempt_at: number };
 
 /** Longest wait of deferred work for its commit. */
 const DEFER_MS = 5;
@@ -156,6 +161,12 @@ export class SqliteStore implements Store {
   private readonly leases = new Map<number, Lease>();
   /** The same leases by destination: what a claim of that destination must skip. */
   private readonly leasesByDestination = new Map<string, Map<number, Lease>>();
+  /**
+   * Per destination, the due index position of the last job claimed, while it holds any: every
+   * job it holds lies at or before it, so a claim may read on from there without skipping
+   * them (see {@link claim}), and how many claims did so since one read from the start.
+   */
+  private readonly claimCursors = new Map<string, { due: number; id: number; after: number }>();
   /** When {@link claim} next drops leases long expired (see {@link sweepLeases}). */
   private nextSweepAtMs = 0;
   /** Why the last group of completions could not be recorded, until a test write succeeds. */
@@ -219,10 +230,16 @@ export class SqliteStore implements Store {
         ),
         pruneRejections: db.prepare(`DELETE FROM rejections WHERE id <= (SELECT MAX(id) FROM rejections) - ${keptRejections}`),
         // Held jobs are skipped in the index (which holds their ids) before any row is read.
-        claimFree: db.prepare<[string, number, string, number], ClaimRow>(
-          `SELECT id, destination_id, kind, body, message_id, user_id, attempt_count, first_attempt_at, trigger, created_at
+        claimFree: db.prepare<[string, number, string, number], DueClaimRow>(
+          `SELECT id, destination_id, kind, body, message_id, user_id, attempt_count, first_attempt_at, trigger, created_at, next_attempt_at
            FROM deliveries
            WHERE status = 'pending' AND destination_id = ? AND next_attempt_at <= ? AND id NOT IN (SELECT value FROM json_each(?))
+           ORDER BY next_attempt_at, id LIMIT ?`,
+        ),
+        claimAfter: db.prepare<[string, number, number, number, number, number], DueClaimRow>(
+          `SELECT id, destination_id, kind, body, message_id, user_id, attempt_count, first_attempt_at, trigger, created_at, next_attempt_at
+           FROM deliveries
+           WHERE status = 'pending' AND destination_id = ? AND next_attempt_at <= ? AND next_attempt_at >= ? AND (next_attempt_at > ? OR id > ?)
            ORDER BY next_attempt_at, id LIMIT ?`,
         ),
         dueTimes: db.prepare<[string, number], { id: number; due: number }>(
@@ -409,16 +426,38 @@ export class SqliteStore implements Store {
       }
     }
     if (nowMs >= this.nextSweepAtMs) this.sweepLeases(nowMs, leaseMs);
-    const live: number[] = [];
-    for (const [id, lease] of this.heldBy(destinationId)) if (lease.untilMs > nowMs) live.push(id);
-    let rows: ClaimRow[];
+    const held = this.heldBy(destinationId);
+    let cursor = this.claimCursors.get(destinationId);
+    if (held.size === 0) cursor = undefined;
+    let rows: DueClaimRow[] | undefined;
     try {
-      rows = this.stmts.claimFree.all(destinationId, nowMs, live.length > 0 ? JSON.stringify(live) : '[]', limit);
+      // In a backlog the jobs held are the first due, and skipping them cost each claim as much
+      // as the jobs it took. So most claims read on after the last job claimed; one in
+      // FULL_READ_EVERY, and any that finds fewer than it asked for, reads from the start,
+      // skipping the jobs held, to find those before that point that are free again (a lease
+      // that ran out, a job handed back).
+      if (cursor && cursor.after < FULL_READ_EVERY) {
+        const after = this.stmts.claimAfter.all(destinationId, nowMs, cursor.due, cursor.due, cursor.id, limit);
+        if (after.length === limit) {
+          rows = after;
+          cursor.after++;
+        }
+      }
+      if (!rows) {
+        const live: number[] = [];
+        for (const [id, lease] of held) if (lease.untilMs > nowMs) live.push(id);
+        rows = this.stmts.claimFree.all(destinationId, nowMs, live.length > 0 ? JSON.stringify(live) : '[]', limit);
+        if (cursor) cursor.after = 0;
+      }
     } catch (error) {
       return Promise.reject(error);
     }
     const until = nowMs + leaseMs;
     for (const row of rows) this.hold(row.id, { owner, destinationId, createdAtMs: row.created_at, untilMs: until, sweepAtMs: until + leaseMs });
+    const last = rows[rows.length - 1];
+    if (last && (!cursor || last.next_attempt_at > cursor.due || (last.next_attempt_at === cursor.due && last.id > cursor.id)))
+      this.claimCursors.set(destinationId, (cursor = { due: last.next_attempt_at, id: last.id, after: cursor?.after ?? 0 }));
+    else if (!cursor) this.claimCursors.delete(destinationId);
     return Promise.resolve(rows.map(toClaimed));
   }
 
