@@ -164,24 +164,24 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   }
 
   /**
-   * How many jobs may be held ready for a destination and over all: see {@link readyLimits}.
+   * The slowest exchange lately of one destination (`id`) or of all, for {@link readyLimits}.
    * An exchange still in flight counts with its age so far, so that an endpoint that stops
-   * answering makes the next claims shallow at once, not only when its first timeout ends.
+   * answering makes the next claims shallow at once, not only when its first timeout ends;
+   * but only a finished exchange can show that an endpoint is fast.
    */
-  private readyLimits(destinationId: string): { perDestination: number; total: number } {
-    const now = this.o.clock.now();
-    // Only a finished exchange shows that an endpoint is fast; one in flight can only show it slow.
-    const slowest = (recent: number | undefined, inFlight: number): number | undefined => (recent === undefined ? undefined : Math.max(recent, inFlight));
-    const age = (id: string): number => {
-      for (const e of this.exchanges.get(id) ?? []) return now - e.startedAtMs;
-      return -1;
-    };
-    let oldest = -1;
-    for (const id of this.exchanges.keys()) oldest = Math.max(oldest, age(id));
-    return readyLimits(this.o.settings, {
-      destination: slowest(this.slowest.get(destinationId)?.value(now), age(destinationId)),
-      any: slowest(this.slowestAny.value(now), oldest),
-    });
+  private slowestExchange(nowMs: number, id?: string): number | undefined {
+    const recent = id === undefined ? this.slowestAny.value(nowMs) : this.slowest.get(id)?.value(nowMs);
+    if (recent === undefined) return undefined;
+    let oldest = 0;
+    for (const [destinationId, started] of this.exchanges) {
+      if (id !== undefined && destinationId !== id) continue;
+      // A Set keeps insertion order: its first exchange is its oldest.
+      for (const e of started) {
+        oldest = Math.max(oldest, nowMs - e.startedAtMs);
+        break;
+      }
+    }
+    return Math.max(recent, oldest);
   }
 
   private recordExchange(destinationId: string, ms: number): void {
@@ -206,6 +206,8 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   async tick(): Promise<number> {
     const { settings } = this.o;
     let claimed = 0;
+    // Over all destinations once per round; per destination below.
+    const anyExchangeMs = this.slowestExchange(this.o.clock.now());
     // Start each round at the next destination, so that when slots are scarce the ones late
     // in the list are not always offered what is left.
     const active = this.o.catalog.enabledDestinations();
@@ -215,7 +217,11 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       this.startReady(destination);
       const busy = this.inFlight.get(destination.id) ?? 0;
       const ready = this.ready.get(destination.id)?.length ?? 0;
-      const { perDestination: readyLimit, total: readyTotalLimit } = this.readyLimits(destination.id);
+      const nowMs = this.o.clock.now();
+      const { perDestination: readyLimit, total: readyTotalLimit } = readyLimits(settings, {
+        destination: this.slowestExchange(nowMs, destination.id),
+        any: anyExchangeMs,
+      });
       // Refill in batches: while a destination holds most of what it may, wait until half of
       // it is free, so that one claim query serves many jobs rather than one each.
       const refillAt = Math.max(1, Math.floor(Math.min(settings.perDestinationConcurrency + readyLimit, settings.claimBatchSize) / 2));
@@ -230,7 +236,6 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
         this.waitingForSlots = true;
         continue;
       }
-      const nowMs = this.o.clock.now();
       const jobs = await this.o.store.claim({ destinationId: destination.id, owner: this.owner, nowMs, leaseMs: settings.leaseMs, limit: room });
       claimed += jobs.length;
       // Stopped while the claim was under way: start nothing; stop() hands these back.

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
+import { readyLimits } from '../../src/delivery/ready-limits.js';
 import { ManualClock } from '../../src/util/clock.js';
 import { startFerry, testConfig, webhooksDestination, type TestFerry } from '../helpers/ferry.js';
 import { startReceiver, type TestReceiver } from '../helpers/receiver.js';
@@ -327,7 +328,8 @@ describe('delivery decisions', () => {
       assert.equal(leased.length, 400, '16 sending and 384 ready, not 16 and 80');
       // Exchanges in flight count with their age: 3 s unanswered make the next claims shallow
       // at once (54,000 / (2 x 3,000) = 9 per slot), before any of them times out.
-      const limits = () => (ferry!.ferry.worker as unknown as { readyLimits(id: string): { perDestination: number } }).readyLimits('hooks');
+      const worker = ferry.ferry.worker as unknown as { slowestExchange(nowMs: number, id?: string): number | undefined };
+      const limits = () => readyLimits(config.delivery, { destination: worker.slowestExchange(clock.now(), 'hooks'), any: worker.slowestExchange(clock.now()) });
       assert.equal(limits().perDestination, 400);
       clock.advance(3000);
       assert.equal(limits().perDestination, 16 * 9);
