@@ -34,10 +34,7 @@ export const defaultDeliverySettings: DeliverySettings = Object.freeze({
   concurrency: 64,
   // A quarter of the slots: one slow or dead endpoint cannot starve every other destination.
   perDestinationConcurrency: 16,
-  // One round trip claims enough work for many rounds of a fast destination's slots: on
-  // PostgreSQL a claim takes a few milliseconds, which a destination answering in one
-  // millisecond must not spend waiting (see delivery/ready-limits.ts).
-  claimBatchSize: 400,
+  // claimBatchSize is left to the store (Store.defaultClaimBatchSize) unless the file sets it.
   // 60 s: far longer than one attempt (timeoutMs), so a live worker never loses its job,
   // while a dead node's jobs come back within a minute.
   leaseMs: 60_000,

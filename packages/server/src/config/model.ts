@@ -66,8 +66,11 @@ export interface DeliverySettings {
   concurrency: number;
   /** Attempts in flight at once for one destination, so a slow endpoint cannot take every slot. */
   perDestinationConcurrency: number;
-  /** Jobs claimed by one store round trip. */
-  claimBatchSize: number;
+  /**
+   * Jobs claimed by one store round trip, and the most a destination holds ready. Unset: the
+   * store's own ({@link Store.defaultClaimBatchSize}).
+   */
+  claimBatchSize?: number;
   /** A claimed job returns to the queue if its worker has not finished it within this time. */
   leaseMs: number;
   /** How often the worker looks for due jobs when it has nothing to do. */

@@ -1,5 +1,8 @@
 import type { DeliverySettings } from '../config/model.js';
 
+/** Delivery settings with the claim batch size resolved (the file's, or the store's default). */
+export type ResolvedDeliverySettings = DeliverySettings & { claimBatchSize: number };
+
 /**
  * How many leased jobs the worker may hold ready beyond its busy slots, so that a slot that
  * frees starts the next job at once and one claim query serves many jobs.
@@ -21,7 +24,7 @@ import type { DeliverySettings } from '../config/model.js';
  * lease would run out are not started; they are claimed again when it does.
  */
 export function readyLimits(
-  settings: DeliverySettings,
+  settings: ResolvedDeliverySettings,
   exchangeMs: { destination: number | undefined; any: number | undefined },
 ): { perDestination: number; total: number } {
   const { leaseMs, timeoutMs, claimBatchSize, concurrency } = settings;

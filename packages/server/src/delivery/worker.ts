@@ -8,7 +8,7 @@ import type { Catalog } from '../routing/catalog.js';
 import type { AttemptOutcome, AttemptRecord, ClaimedDelivery, Store } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
 import { redactUrl } from '../config/redact.js';
-import { readyLimits, RecentSlowest } from './ready-limits.js';
+import { readyLimits, RecentSlowest, type ResolvedDeliverySettings } from './ready-limits.js';
 import { decideOutcome } from './retry-policy.js';
 
 /** How long a slow exchange keeps the jobs held ready shallow: between one and two of these. */
@@ -68,8 +68,13 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   /** Exchanges in flight per destination id, oldest first (a Set keeps insertion order). */
   private readonly exchanges = new Map<string, Set<{ startedAtMs: number }>>();
 
-  constructor(private readonly o: DeliveryWorkerOptions) {
+  private readonly o: DeliveryWorkerOptions & { settings: ResolvedDeliverySettings };
+
+  constructor(options: DeliveryWorkerOptions) {
     super();
+    const { settings, store } = options;
+    this.o = { ...options, settings: { ...settings, claimBatchSize: settings.claimBatchSize ?? store.defaultClaimBatchSize } };
+    const o = this.o;
     this.owner = o.owner ?? `worker-${process.pid}-${randomUUID().slice(0, 8)}`;
     this.random = o.random ?? Math.random;
   }

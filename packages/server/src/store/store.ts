@@ -203,6 +203,12 @@ export interface StoreStats {
 export interface Store {
   /** Which implementation this is, for logs. */
   readonly kind: 'sqlite' | 'postgres';
+  /**
+   * `delivery.claimBatchSize` when the configuration leaves it unset: jobs per claim, and the
+   * most a destination holds ready. A store whose claims take milliseconds needs more held
+   * ready than one whose claims are in-process reads, which deeper holds only slow down.
+   */
+  readonly defaultClaimBatchSize: number;
 
   // ingestion
   /** Stores events and their jobs atomically; resolves only once durably committed. */

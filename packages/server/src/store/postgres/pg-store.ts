@@ -166,6 +166,12 @@ const deliveryColumns = `d.id, d.destination_id, d.source_id, d.kind, d.status, 
  */
 export class PgStore implements Store {
   readonly kind = 'postgres' as const;
+  /**
+   * A claim takes a few milliseconds (it commits durably), which a destination answering in one
+   * millisecond must not spend idle: with 80 held ready, a slot found nothing ready a quarter
+   * of the time (see delivery/ready-limits.ts).
+   */
+  readonly defaultClaimBatchSize = 400;
   private readonly pool: pg.Pool;
   /**
    * Connections for completions, which commit without waiting for the WAL flush
