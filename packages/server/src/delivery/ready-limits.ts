@@ -24,7 +24,7 @@ export type ResolvedDeliverySettings = DeliverySettings & { claimBatchSize: numb
  * lease would run out are not started; they are claimed again when it does.
  */
 export function readyLimits(
-  settings: ResolvedDeliverySettings,
+  settings: Pick<ResolvedDeliverySettings, 'leaseMs' | 'timeoutMs' | 'claimBatchSize' | 'perDestinationConcurrency' | 'concurrency'>,
   exchangeMs: { destination: number | undefined; any: number | undefined },
 ): { perDestination: number; total: number } {
   const { leaseMs, timeoutMs, claimBatchSize, concurrency } = settings;

@@ -285,19 +285,29 @@ describe('delivery decisions', () => {
     assert.equal((await deliveries(ferry, 'pending')).length, 0);
   });
 
-  test('with the default lease and timeout, and no exchange seen yet, a destination holds 80 jobs ready beyond its 16 busy slots', async () => {
+  /** The pending deliveries, and those of them leased at the clock's time for 60 s. */
+  async function pendingAndLeased(f: TestFerry, clock: ManualClock) {
+    const pending = (await f.admin('GET', '/deliveries?status=pending&limit=1000')).json.deliveries as any[];
+    return { pending, leased: pending.filter((d) => Date.parse(d.nextAttemptAt) === clock.now() + 60_000) };
+  }
+
+  /** A Ferry driven by hand, one destination at `url`, with the default lease, timeout and slots. */
+  async function startWithDefaultSlots(url: string, claimBatchSize: number) {
     const clock = new ManualClock();
+    const settings = { ...delivery, timeoutMs: 5000, leaseMs: 60_000, perDestinationConcurrency: 16, concurrency: 64, claimBatchSize };
+    const started = await startFerry(testConfig([webhooksDestination('hooks', [url])], { delivery: settings }), { clock, deliver: false });
+    ferry = started;
+    return { clock, settings, ferry: started };
+  }
+
+  test('with the default lease and timeout, and no exchange seen yet, a destination holds 80 jobs ready beyond its 16 busy slots', async () => {
     const slow = await startReceiver('hang');
     try {
-      const config = testConfig([webhooksDestination('hooks', [slow.url])], {
-        delivery: { ...delivery, timeoutMs: 5000, leaseMs: 60_000, perDestinationConcurrency: 16, concurrency: 64, claimBatchSize: 100 },
-      });
-      ferry = await startFerry(config, { clock, deliver: false });
+      const { clock, ferry } = await startWithDefaultSlots(slow.url, 100);
       await ferry.send('/v1/batch', { batch: Array.from({ length: 120 }, (_, i) => ({ type: 'track', userId: `u${i}`, event: 'E' })) });
       await ferry.ferry.worker.tick();
       await slow.waitFor(16);
-      const pending = await deliveries(ferry, 'pending');
-      const leased = pending.filter((d) => Date.parse(d.nextAttemptAt) === clock.now() + 60_000);
+      const { leased } = await pendingAndLeased(ferry, clock);
       assert.equal(leased.length, 96, '16 sending and 80 ready, claimed in one round');
       assert.equal(slow.requests.length, 16, 'no more requests than slots');
     } finally {
@@ -307,13 +317,9 @@ describe('delivery decisions', () => {
   });
 
   test('a destination seen answering fast holds a whole claim batch ready, claimed in one round', async () => {
-    const clock = new ManualClock();
     const receiver = await startReceiver({ status: 200 });
     try {
-      const config = testConfig([webhooksDestination('hooks', [receiver.url])], {
-        delivery: { ...delivery, timeoutMs: 5000, leaseMs: 60_000, perDestinationConcurrency: 16, concurrency: 64, claimBatchSize: 400 },
-      });
-      ferry = await startFerry(config, { clock, deliver: false });
+      const { clock, settings, ferry } = await startWithDefaultSlots(receiver.url, 400);
       await ferry.send('/v1/batch', { batch: Array.from({ length: 20 }, (_, i) => ({ type: 'track', userId: `u${i}`, event: 'E' })) });
       await ferry.ferry.worker.runUntilIdle();
       assert.equal(receiver.requests.length, 20);
@@ -322,14 +328,13 @@ describe('delivery decisions', () => {
       await ferry.send('/v1/batch', { batch: Array.from({ length: 500 }, (_, i) => ({ type: 'track', userId: `v${i}`, event: 'E' })) });
       await ferry.ferry.worker.tick();
       await receiver.waitFor(36);
-      const pending = (await ferry.admin('GET', '/deliveries?status=pending&limit=1000')).json.deliveries as any[];
+      const { pending, leased } = await pendingAndLeased(ferry, clock);
       assert.equal(pending.length, 500);
-      const leased = pending.filter((d) => Date.parse(d.nextAttemptAt) === clock.now() + 60_000);
       assert.equal(leased.length, 400, '16 sending and 384 ready, not 16 and 80');
       // Exchanges in flight count with their age: 3 s unanswered make the next claims shallow
       // at once (54,000 / (2 x 3,000) = 9 per slot), before any of them times out.
       const worker = ferry.ferry.worker as unknown as { slowestExchange(nowMs: number, id?: string): number | undefined };
-      const limits = () => readyLimits(config.delivery, { destination: worker.slowestExchange(clock.now(), 'hooks'), any: worker.slowestExchange(clock.now()) });
+      const limits = () => readyLimits(settings, { destination: worker.slowestExchange(clock.now(), 'hooks'), any: worker.slowestExchange(clock.now()) });
       assert.equal(limits().perDestination, 400);
       clock.advance(3000);
       assert.equal(limits().perDestination, 16 * 9);
@@ -351,9 +356,8 @@ describe('delivery decisions', () => {
       await ferry.send('/v1/batch', { batch: Array.from({ length: 100 }, (_, i) => ({ type: 'track', userId: `u${i}`, event: 'E' })) });
       await ferry.ferry.worker.tick();
       await slow.waitFor(16);
-      const pending = (await ferry.admin('GET', '/deliveries?status=pending&limit=1000')).json.deliveries as any[];
+      const { pending, leased } = await pendingAndLeased(ferry, clock);
       assert.equal(pending.length, 300);
-      const leased = pending.filter((d) => Date.parse(d.nextAttemptAt) === clock.now() + 60_000);
       assert.equal(leased.length, 96, '16 sending and 80 ready over the three destinations, not 80 more for each');
       assert.equal(slow.requests.length, 16);
     } finally {
