@@ -47,6 +47,8 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   private readonly running = new Set<Promise<void>>();
   /** Leased jobs waiting for a free slot, per destination id, in claim order. */
   private readonly ready = new Map<string, { job: ClaimedDelivery; leasedUntilMs: number }[]>();
+  /** Jobs in {@link ready} over all destinations, kept as they come and go (read per destination per round). */
+  private readyCount = 0;
   private stopped = true;
   private timer: NodeJS.Timeout | undefined;
   private immediate: NodeJS.Immediate | undefined;
@@ -178,8 +180,8 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     const recent = id === undefined ? this.slowestAny.value(nowMs) : this.slowest.get(id)?.value(nowMs);
     if (recent === undefined) return undefined;
     let oldest = 0;
-    for (const [destinationId, started] of this.exchanges) {
-      if (id !== undefined && destinationId !== id) continue;
+    const inFlight = id === undefined ? this.exchanges.values() : [this.exchanges.get(id) ?? new Set()];
+    for (const started of inFlight) {
       // A Set keeps insertion order: its first exchange is its oldest.
       for (const e of started) {
         oldest = Math.max(oldest, nowMs - e.startedAtMs);
@@ -195,12 +197,6 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     if (!pace) this.slowest.set(destinationId, (pace = new RecentSlowest(paceWindowMs)));
     pace.record(ms, now);
     this.slowestAny.record(ms, now);
-  }
-
-  private readyTotal(): number {
-    let n = 0;
-    for (const queue of this.ready.values()) n += queue.length;
-    return n;
   }
 
   /**
@@ -234,7 +230,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
         settings.perDestinationConcurrency + readyLimit - busy - ready,
         // Jobs waiting for their outcome to be recorded count too: if the store falls behind,
         // claiming stops rather than piling up sent jobs whose records wait in memory.
-        settings.concurrency + readyTotalLimit - this.total - this.readyTotal() - this.recording,
+        settings.concurrency + readyTotalLimit - this.total - this.readyCount - this.recording,
         settings.claimBatchSize,
       );
       if (room <= 0 || (room < refillAt && busy + ready > 0)) {
@@ -249,6 +245,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       let queue = this.ready.get(destination.id);
       if (!queue) this.ready.set(destination.id, (queue = []));
       for (const job of jobs) queue.push({ job, leasedUntilMs: nowMs + settings.leaseMs });
+      this.readyCount += jobs.length;
       this.startReady(destination);
     }
     return claimed;
@@ -265,6 +262,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       this.total < settings.concurrency
     ) {
       const { job, leasedUntilMs } = queue.shift()!;
+      this.readyCount--;
       // A job that waited so long that its lease could run out during its exchange (the head
       // within timeoutMs, then at most 1 s for the body) is left to expire and be claimed
       // again, so that no two workers ever send it at the same time. (A job claimed for a free
@@ -288,7 +286,12 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     const offset = active.length > 0 ? this.readyRotation++ % active.length : 0;
     for (let i = 0; i < active.length; i++) this.startReady(active[(offset + i) % active.length]!);
     // Jobs of a destination disabled or deleted meanwhile are not sent; their leases expire.
-    if (active.length !== this.ready.size) for (const id of [...this.ready.keys()]) if (!active.some((d) => d.id === id)) this.ready.delete(id);
+    if (active.length !== this.ready.size)
+      for (const [id, queue] of [...this.ready]) {
+        if (active.some((d) => d.id === id)) continue;
+        this.readyCount -= queue.length;
+        this.ready.delete(id);
+      }
     if (active.length < this.slowest.size) for (const id of [...this.slowest.keys()]) if (!active.some((d) => d.id === id)) this.slowest.delete(id);
     if (active.length < this.exchanges.size) for (const [id, set] of [...this.exchanges]) if (set.size === 0 && !active.some((d) => d.id === id)) this.exchanges.delete(id);
   }
@@ -415,6 +418,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     await this.current;
     // Ready jobs are never started now; releaseLeases below hands them back with the rest.
     this.ready.clear();
+    this.readyCount = 0;
     let timeout: NodeJS.Timeout | undefined;
     await Promise.race([this.settled(), new Promise<void>((r) => (timeout = setTimeout(r, graceMs)))]);
     if (timeout) clearTimeout(timeout);

@@ -370,7 +370,8 @@ describe('delivery decisions', () => {
     const urls = ['x', 'y', 'z'].map((p) => `${a.url}/${p}`);
     const config = testConfig(
       urls.map((u, i) => webhooksDestination(`d-${i}`, [u])),
-      // One slot in all, no jobs held ready ahead of a slot: each round sends exactly one.
+      // One slot in all: each round starts exactly one job (a worker driven by hand starts
+      // jobs only in its rounds, not when a slot frees).
       { delivery: { ...delivery, concurrency: 1, perDestinationConcurrency: 1, claimBatchSize: 1, timeoutMs: 1000, leaseMs: 3000 } },
     );
     ferry = await startFerry(config, { clock, deliver: false });

@@ -27,7 +27,7 @@ describe('jobs held ready', () => {
     assert.deepEqual(readyLimits(settings, { destination: 2, any: 5000 }), { perDestination: 400, total: 320 });
   });
 
-  test('a lease shorter than four attempts holds nothing ready, unless exchanges are seen to be far shorter than the timeout', () => {
+  test('a lease under 3 x timeoutMs + 1000 holds nothing ready, unless exchanges are seen to be far shorter than the timeout', () => {
     assert.equal(readyLimits({ ...settings, timeoutMs: 5000, leaseMs: 11_000 }, { destination: 1, any: 1 }).perDestination, 400);
     assert.deepEqual(readyLimits({ ...settings, timeoutMs: 5000, leaseMs: 11_000 }, { destination: undefined, any: undefined }), { perDestination: 0, total: 0 });
   });

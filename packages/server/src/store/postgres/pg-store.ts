@@ -177,7 +177,7 @@ export class PgStore implements Store {
    * Connections for completions, which commit without waiting for the WAL flush
    * (`synchronous_commit = off`): nobody is answered on them, and a database crash that
    * loses the last of them leaves those jobs leased, so they are sent again once the lease
-   * runs out (delivery is at least once). Claims stay on {@link pool}, fully durable: a claim
+   * runs out (delivery is at least once). Claims stay fully durable ({@link claimPool}): a claim
    * undone by a crash while its worker goes on sending would let another node send the same
    * job at the same time.
    */
@@ -407,7 +407,10 @@ export class PgStore implements Store {
   }
 
   private async completeTogether(items: Completion[]): Promise<boolean[]> {
-    // Queue rows are locked in id order, as abandonPending locks them, so the two cannot deadlock.
+    // In id order, so that its deletes and its updates each lock queue rows in the order
+    // abandonPending and deletion requests do. The two steps run one after the other, so a
+    // deadlock with those remains possible; the database then cancels one side: a group is
+    // tried again item by item, and a purge or an abandon fails and is run again.
     const jobs = [...items].sort((a, b) => a.id - b.id).map((c) => {
       const o = c.outcome;
       return {

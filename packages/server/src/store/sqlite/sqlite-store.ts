@@ -406,9 +406,9 @@ export class SqliteStore implements Store {
   /**
    * Leases live in memory, not in the file: one process owns a SQLite store (see
    * docs/operations.md), so no other worker needs to see them, and a claim writes nothing. It
-   * reads the ids of due jobs from the deliveries_due index (which covers them), skips those
-   * held under a live lease, and reads the rows of the rest. After a crash every held job is
-   * due again at once: there is no lease in the file to wait out.
+   * reads due jobs from the deliveries_due index, on from the last job claimed, or from the
+   * start skipping those held under a live lease (see below for when). After a crash every
+   * held job is due again at once: there is no lease in the file to wait out.
    */
   claim(args: { destinationId: string; owner: string; nowMs: number; leaseMs: number; limit: number }): Promise<ClaimedDelivery[]> {
     if (!this.db.open) return Promise.reject(new Error('the store is closed'));
@@ -442,7 +442,7 @@ export class SqliteStore implements Store {
       // FULL_READ_EVERY, and any that finds fewer than it asked for, reads from the start,
       // skipping the jobs held, to find those before that point that are free again (a lease
       // that ran out, a job handed back).
-      if (cursor && cursor.after < FULL_READ_EVERY) {
+      if (cursor && cursor.after < FULL_READ_EVERY - 1) {
         const after = this.stmts.claimAfter.all(destinationId, nowMs, cursor.due, cursor.due, cursor.id, limit);
         if (after.length === limit) {
           rows = after;
