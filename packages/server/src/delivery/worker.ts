@@ -42,7 +42,6 @@ export interface DeliveryWorkerOptions {
  */
 export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   readonly owner: string;
-  private readonly inFlight = new Map<string, number>();
   private total = 0;
   private readonly running = new Set<Promise<void>>();
   /** Leased jobs waiting for a free slot, per destination id, in claim order. */
@@ -67,7 +66,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   /** The slowest exchange lately, per destination id and over all, for {@link readyLimits}. */
   private readonly slowest = new Map<string, RecentSlowest>();
   private readonly slowestAny = new RecentSlowest(paceWindowMs);
-  /** Exchanges in flight per destination id, oldest first (a Set keeps insertion order). */
+  /** Exchanges in flight (busy slots) per destination id, oldest first (a Set keeps insertion order). */
   private readonly exchanges = new Map<string, Set<{ startedAtMs: number }>>();
 
   private readonly o: DeliveryWorkerOptions & { settings: ResolvedDeliverySettings };
@@ -76,9 +75,8 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     super();
     const { settings, store } = options;
     this.o = { ...options, settings: { ...settings, claimBatchSize: settings.claimBatchSize ?? store.defaultClaimBatchSize } };
-    const o = this.o;
-    this.owner = o.owner ?? `worker-${process.pid}-${randomUUID().slice(0, 8)}`;
-    this.random = o.random ?? Math.random;
+    this.owner = options.owner ?? `worker-${process.pid}-${randomUUID().slice(0, 8)}`;
+    this.random = options.random ?? Math.random;
   }
 
   /** Starts the polling loop (real timers). Tests may instead call {@link tick} directly. */
@@ -179,16 +177,20 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   private slowestExchange(nowMs: number, id?: string): number | undefined {
     const recent = id === undefined ? this.slowestAny.value(nowMs) : this.slowest.get(id)?.value(nowMs);
     if (recent === undefined) return undefined;
+    // A Set keeps insertion order: its first exchange is its oldest.
+    const age = (started: Set<{ startedAtMs: number }> | undefined): number => {
+      for (const e of started ?? []) return nowMs - e.startedAtMs;
+      return 0;
+    };
     let oldest = 0;
-    const inFlight = id === undefined ? this.exchanges.values() : [this.exchanges.get(id) ?? new Set()];
-    for (const started of inFlight) {
-      // A Set keeps insertion order: its first exchange is its oldest.
-      for (const e of started) {
-        oldest = Math.max(oldest, nowMs - e.startedAtMs);
-        break;
-      }
-    }
+    if (id !== undefined) oldest = age(this.exchanges.get(id));
+    else for (const started of this.exchanges.values()) oldest = Math.max(oldest, age(started));
     return Math.max(recent, oldest);
+  }
+
+  /** Busy slots of a destination: its exchanges in flight. */
+  private busy(destinationId: string): number {
+    return this.exchanges.get(destinationId)?.size ?? 0;
   }
 
   private recordExchange(destinationId: string, ms: number): void {
@@ -216,7 +218,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     for (let i = 0; i < active.length; i++) {
       const destination = active[(offset + i) % active.length]!;
       this.startReady(destination);
-      const busy = this.inFlight.get(destination.id) ?? 0;
+      const busy = this.busy(destination.id);
       const ready = this.ready.get(destination.id)?.length ?? 0;
       const nowMs = this.o.clock.now();
       const { perDestination: readyLimit, total: readyTotalLimit } = readyLimits(settings, {
@@ -258,7 +260,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     const { settings, clock } = this.o;
     while (
       queue.length > 0 &&
-      (this.inFlight.get(destination.id) ?? 0) < settings.perDestinationConcurrency &&
+      this.busy(destination.id) < settings.perDestinationConcurrency &&
       this.total < settings.concurrency
     ) {
       const { job, leasedUntilMs } = queue.shift()!;
@@ -316,7 +318,6 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   }
 
   private async process(job: ClaimedDelivery, destination: DestinationConfig): Promise<void> {
-    this.inFlight.set(destination.id, (this.inFlight.get(destination.id) ?? 0) + 1);
     this.total++;
     const exchange = { startedAtMs: this.o.clock.now() };
     let started = this.exchanges.get(destination.id);
@@ -332,7 +333,6 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       started.delete(exchange);
       this.recordExchange(destination.id, this.o.clock.now() - exchange.startedAtMs);
       this.recording++;
-      this.inFlight.set(destination.id, (this.inFlight.get(destination.id) ?? 1) - 1);
       this.total--;
       if (!this.stopped) {
         this.startAllReady();
