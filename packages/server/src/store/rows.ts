@@ -51,19 +51,27 @@ export interface AttemptRow {
   trigger: AttemptView['trigger'];
 }
 
-/** What a claim returns per job: enough to send it and to record its outcome. */
-export interface ClaimRow {
-  id: number;
-  destination_id: string;
-  kind: DeliveryView['kind'];
-  body: string;
-  message_id: string | null;
-  user_id: string | null;
-  attempt_count: number;
-  first_attempt_at: number | null;
-  trigger: AttemptView['trigger'];
-  created_at: number;
-}
+/**
+ * The columns a claim reads per job, enough to send it and to record its outcome, in the
+ * order of {@link ClaimTuple}. Stores read them as raw rows (arrays): the drivers build an
+ * object per row through slow generic paths, and the worker needs one object anyway.
+ */
+export const claimColumns = 'id, destination_id, kind, body, message_id, user_id, attempt_count, first_attempt_at, trigger, created_at';
+
+/** One claimed row as an array of {@link claimColumns}; a store may read more columns after them. */
+export type ClaimTuple = readonly [
+  id: number,
+  destinationId: string,
+  kind: DeliveryView['kind'],
+  body: string,
+  messageId: string | null,
+  userId: string | null,
+  attemptCount: number,
+  firstAttemptAt: number | null,
+  trigger: AttemptView['trigger'],
+  createdAt: number,
+  ...rest: unknown[],
+];
 
 /** A delivery as the admin API shows it: camelCase, times in ISO 8601. */
 export function toDeliveryView(r: DeliveryRow): DeliveryView {
@@ -115,18 +123,18 @@ export function toAttemptView(a: AttemptRow): AttemptView {
 }
 
 /** A claimed job as the delivery worker takes it. */
-export function toClaimed(r: ClaimRow): ClaimedDelivery {
+export function toClaimed(r: ClaimTuple): ClaimedDelivery {
   return {
-    id: r.id,
-    destinationId: r.destination_id,
-    kind: r.kind,
-    body: r.body,
-    messageId: r.message_id,
-    userId: r.user_id,
-    attemptCount: r.attempt_count,
-    firstAttemptAtMs: r.first_attempt_at,
-    trigger: r.trigger,
-    createdAtMs: r.created_at,
+    id: r[0],
+    destinationId: r[1],
+    kind: r[2],
+    body: r[3],
+    messageId: r[4],
+    userId: r[5],
+    attemptCount: r[6],
+    firstAttemptAtMs: r[7],
+    trigger: r[8],
+    createdAtMs: r[9],
   };
 }
 

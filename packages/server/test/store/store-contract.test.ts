@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { migrations } from '../../src/store/postgres/migrations/index.js';
 import { claimedSql, claimPlanner, claimSql, completeSql, completionPlanner, nextDueSql, PgStore } from '../../src/store/postgres/pg-store.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import { claimAfterSql, SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { AttemptRecord, NewEvent, Store } from '../../src/store/store.js';
 import { dropSchema, openFreshPgStore, postgresUrl, stopPostgres, uniqueSchema } from '../helpers/postgres.js';
 
@@ -379,6 +379,24 @@ describe('SQLite store: one process per file, leases in memory', () => {
       } finally {
         await store.close();
       }
+    }));
+
+  test('a claim that reads on within one due time seeks to the last job claimed, rather than reading that due time from its first job', () =>
+    withStoreAndOther(async (store, other) => {
+      // 300 jobs due at one time, as a replay leaves them: claims of 50 under live leases read on.
+      await store.enqueue(Array.from({ length: 300 }, (_, i) => ({ destinationId: 'd1', kind: 'event' as const, body: '{}', messageId: `m${i}` })), t0);
+      const claimed: number[] = [];
+      for (let i = 0; i < 6; i++) claimed.push(...(await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 50 })).map((j) => j.id));
+      assert.equal(new Set(claimed).size, 300, 'every job once');
+      assert.deepEqual(claimed, [...claimed].sort((a, b) => a - b), 'in due order, then id order');
+      // The plan: the rest of the cursor's due time is one seek by id within it (the old
+      // row-value bound read every job of that due time from the first, at every claim).
+      const plan = other
+        .prepare(`EXPLAIN QUERY PLAN ${claimAfterSql}`)
+        .all({ destination: 'd1', now: t0, due: t0, id: claimed[49], limit: 50 }) as { detail: string }[];
+      const details = plan.map((p) => p.detail);
+      assert.ok(details.some((d) => d.includes('deliveries_due (destination_id=? AND next_attempt_at=? AND rowid>?)')), details.join('\n'));
+      assert.ok(details.every((d) => !/SCAN deliveries|TEMP B-TREE/.test(d)), details.join('\n'));
     }));
 
   test('a second store on the same file is refused while the first is open, and allowed once it closes', () =>

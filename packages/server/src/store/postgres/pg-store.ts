@@ -3,13 +3,14 @@ import type { DestinationConfig, SourceConfig } from '../../config/model.js';
 import {
   keptRejections,
   toAttemptView,
+  claimColumns,
   toClaimed,
   toDeliveryView,
   toRegulation,
   iso,
   storedText,
   type AttemptRow,
-  type ClaimRow,
+  type ClaimTuple,
   type DeliveryRow,
   type RegulationRow,
 } from '../rows.js';
@@ -141,8 +142,7 @@ export const claimSql = `UPDATE delivery_queue SET lease_owner = $1, next_attemp
   RETURNING delivery_id`;
 
 /** The deliveries a claim leased ($1 their ids), by primary key. Exported for the test of its plan. */
-export const claimedSql = `SELECT id, destination_id, kind, body, message_id, user_id, attempt_count, first_attempt_at, trigger, created_at
-  FROM deliveries WHERE id = ANY($1::bigint[]) ORDER BY id`;
+export const claimedSql = `SELECT ${claimColumns} FROM deliveries WHERE id = ANY($1::bigint[]) ORDER BY id`;
 
 /**
  * Inserts delivery rows (the INSERT given, without RETURNING) and their queue rows, due when
@@ -379,7 +379,12 @@ export class PgStore implements Store {
     });
     if (leased.rows.length === 0) return [];
     // A delivery purged by a deletion request since (its queue row went with it) is simply absent.
-    const { rows } = await this.claimPool.query<ClaimRow>({ name: 'ferry-claimed', text: claimedSql, values: [leased.rows.map((r) => r.delivery_id)] });
+    const { rows } = await this.claimPool.query<ClaimTuple & unknown[]>({
+      name: 'ferry-claimed',
+      text: claimedSql,
+      values: [leased.rows.map((r) => r.delivery_id)],
+      rowMode: 'array',
+    });
     return rows.map(toClaimed);
   }
 
