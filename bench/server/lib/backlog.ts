@@ -71,6 +71,13 @@ export async function waitForArrivals(receiver: Child, n: number, timeoutMs: num
   return stats;
 }
 
+/**
+ * Rates of arrivals per stretch of 10,000 (the receiver's marks), first stretch from the first
+ * arrival: whether a run was steady or sped up as it went (a client warming up).
+ */
+export const stretchRates = (s: { firstAt: number; marks?: number[] }): number[] =>
+  (s.marks ?? []).map((t, i, all) => Math.round(10_000_000 / Math.max(1, t - (i > 0 ? all[i - 1]! : s.firstAt))));
+
 /** Rate of arrivals between the first and the last one. */
 export const arrivalRate = (s: { count: number; firstAt: number; lastAt: number }): number =>
   s.count > 1 && s.lastAt > s.firstAt ? ((s.count - 1) / (s.lastAt - s.firstAt)) * 1000 : 0;

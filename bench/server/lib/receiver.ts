@@ -6,7 +6,7 @@
  *
  *   {cmd:'listen', mode:'ok'|'hang', port?}  -> {port}
  *   {cmd:'close'}                             stop listening and drop connections (receiver "down")
- *   {cmd:'stats'}                             -> {count, signed, firstAt, lastAt}
+ *   {cmd:'stats'}                             -> {count, signed, firstAt, lastAt, marks}
  *   {cmd:'record', on}                        start/stop recording messageId arrival times
  *   {cmd:'arrivals'}                          -> {arrivals: [messageId, atMs][]}
  *   {cmd:'reset'}
@@ -26,6 +26,9 @@ let firstAt = 0;
 let lastAt = 0;
 let recording = false;
 let arrivals: [string, number][] = [];
+/** Arrival time of every {@link MARK_EVERY}th request since the last reset: how the rate moves through a run. */
+let marks: number[] = [];
+const MARK_EVERY = 10_000;
 const okBody = Buffer.from('ok');
 
 function listen(mode: 'ok' | 'hang', port: number): Promise<number> {
@@ -41,6 +44,7 @@ function listen(mode: 'ok' | 'hang', port: number): Promise<number> {
     req.on('end', () => {
       const t = now();
       count++;
+      if (count % MARK_EVERY === 0) marks.push(t);
       if (firstAt === 0) firstAt = t;
       lastAt = t;
       if (req.headers['x-signature']) signed++;
@@ -77,7 +81,7 @@ process.on('message', async (msg: any) => {
       return reply();
     }
     case 'stats':
-      return reply({ count, signed, firstAt, lastAt });
+      return reply({ count, signed, firstAt, lastAt, marks });
     case 'record':
       recording = Boolean(msg.on);
       return reply();
@@ -88,6 +92,7 @@ process.on('message', async (msg: any) => {
     }
     case 'reset':
       count = signed = firstAt = lastAt = 0;
+      marks = [];
       arrivals = [];
       return reply();
   }
