@@ -258,6 +258,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     const queue = this.ready.get(destination.id);
     if (!queue || queue.length === 0) return;
     const { settings, clock } = this.o;
+    let late: number[] | undefined;
     while (
       queue.length > 0 &&
       this.busy(destination.id) < settings.perDestinationConcurrency &&
@@ -266,15 +267,34 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       const { job, leasedUntilMs } = queue.shift()!;
       this.readyCount--;
       // A job that waited so long that its lease could run out during its exchange (the head
-      // within timeoutMs, then at most 1 s for the body) is left to expire and be claimed
-      // again, so that no two workers ever send it at the same time. (A job claimed for a free
-      // slot starts at once and never meets this: the lease rule asks for 2 x timeoutMs + 1 s.)
+      // within timeoutMs, then at most 1 s for the body) is not started, so that no two workers
+      // ever send it at the same time; it goes back to the queue, due at once, rather than
+      // waiting out its lease. (A job claimed for a free slot starts at once and never meets
+      // this: the lease rule asks for 2 x timeoutMs + 1 s.)
       if (clock.now() + settings.timeoutMs + 1000 > leasedUntilMs) {
-        this.o.logger.debug({ deliveryId: job.id, destinationId: destination.id }, 'a ready job waited too long for a slot; it goes back when its lease runs out');
+        (late ??= []).push(job.id);
         continue;
       }
       this.track(this.process(job, destination));
     }
+    if (late) this.handBack(late, destination.id, 'waited too long for a slot');
+  }
+
+  /**
+   * Returns jobs this worker holds but will not send to the queue, due at once. If that fails
+   * they still come back when their leases run out: nothing is lost, so log and go on.
+   */
+  private handBack(ids: number[], destinationId: string, why: string): void {
+    this.o.logger.debug({ destinationId, jobs: ids.length }, `jobs held ready ${why}; handed back`);
+    this.track(
+      this.o.store.releaseLeases(this.owner, this.o.clock.now(), ids).then(
+        () => this.wake(),
+        (error: unknown) => {
+          this.o.logger.warn({ err: error, destinationId, jobs: ids.length }, 'jobs held ready could not be handed back; they come back when their leases run out');
+          this.emit('worker:error', { error });
+        },
+      ),
+    );
   }
 
   /**
@@ -287,12 +307,14 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     const active = this.o.catalog.enabledDestinations();
     const offset = active.length > 0 ? this.readyRotation++ % active.length : 0;
     for (let i = 0; i < active.length; i++) this.startReady(active[(offset + i) % active.length]!);
-    // Jobs of a destination disabled or deleted meanwhile are not sent; their leases expire.
+    // Jobs of a destination disabled or deleted meanwhile are not sent; they go back to the
+    // queue (a deleted destination's are dead letters already, and stay so).
     if (active.length !== this.ready.size)
       for (const [id, queue] of [...this.ready]) {
         if (active.some((d) => d.id === id)) continue;
         this.readyCount -= queue.length;
         this.ready.delete(id);
+        if (queue.length > 0 && !this.halted) this.handBack(queue.map((r) => r.job.id), id, 'of a destination no longer enabled');
       }
     if (active.length < this.slowest.size) for (const id of [...this.slowest.keys()]) if (!active.some((d) => d.id === id)) this.slowest.delete(id);
     if (active.length < this.exchanges.size) for (const [id, set] of [...this.exchanges]) if (set.size === 0 && !active.some((d) => d.id === id)) this.exchanges.delete(id);

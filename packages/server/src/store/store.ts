@@ -227,8 +227,12 @@ export interface Store {
    * the lease was lost (another worker took the job after expiry); the attempts are still logged.
    */
   complete(args: Completion): Promise<boolean>;
-  /** Returns this owner's leased jobs to the queue at once (graceful stop). */
-  releaseLeases(owner: string, nowMs: number): Promise<number>;
+  /**
+   * Returns this owner's leased jobs to the queue, due at once: all of them (graceful stop), or
+   * only those of `ids` (jobs held ready that can no longer start within their lease).
+   * Resolves with how many it returned.
+   */
+  releaseLeases(owner: string, nowMs: number, ids?: readonly number[]): Promise<number>;
   /** Dead-letters every pending job of a destination that was deleted (reason `destination_deleted`). */
   abandonPending(destinationId: string, nowMs: number): Promise<number>;
   /** Queues deliveries that are not tied to a stored event (deletion notices, audience identifies). */

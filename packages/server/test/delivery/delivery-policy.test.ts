@@ -343,6 +343,43 @@ describe('delivery decisions', () => {
     }
   });
 
+  test('jobs held ready that can no longer start within their lease go back to the queue at once, not when it runs out', async () => {
+    const slow = await startReceiver('hang');
+    let closed = false;
+    try {
+      const { clock, ferry } = await startWithDefaultSlots(slow.url, 100);
+      await ferry.send('/v1/batch', { batch: Array.from({ length: 120 }, (_, i) => ({ type: 'track', userId: `u${i}`, event: 'E' })) });
+      await ferry.ferry.worker.tick();
+      await slow.waitFor(16);
+      const held = (await pendingAndLeased(ferry, clock)).leased.map((d) => d.id as number);
+      assert.equal(held.length, 96, '16 sending, 80 ready');
+      // 55 s on, a ready job would need 5 s for the head and 1 s for the body: past its 60 s lease.
+      clock.advance(55_000);
+      // The hanging exchanges fail, which frees their slots for the jobs held ready.
+      await slow.close();
+      closed = true;
+      await ferry.ferry.worker.settled();
+      assert.equal(slow.requests.length, 16, 'no job held ready was started');
+      // The next round starts none of the 80 held ready and hands them back, due now: first in
+      // line, so its claim for its 16 free slots takes them again (and they fail too: the
+      // receiver is gone). Waiting out their leases, it would have claimed the 24 never claimed.
+      await ferry.ferry.worker.tick();
+      await ferry.ferry.worker.settled();
+      const pending = (await ferry.admin('GET', '/deliveries?status=pending&limit=1000')).json.deliveries as any[];
+      assert.equal(pending.length, 120);
+      const sent = pending.filter((d) => d.attemptCount === 1);
+      assert.equal(sent.length, 32, 'two rounds of 16 sent, failed, and wait for their retry');
+      assert.ok(sent.every((d) => Date.parse(d.nextAttemptAt) === clock.now() + 1000));
+      assert.deepEqual(
+        sent.filter((d) => !held.includes(d.id)).map((d) => d.id),
+        [],
+        'the second round sent jobs that had been held ready',
+      );
+    } finally {
+      if (!closed) await slow.close();
+    }
+  });
+
   test('jobs held ready over all destinations are bounded by the global slots as well', async () => {
     const clock = new ManualClock();
     const slow = await startReceiver('hang');

@@ -172,6 +172,23 @@ for (const backend of backends) {
         assert.deepEqual(dead.map((d) => d.deadReason), ['destination_deleted', 'destination_deleted']);
       }));
 
+    test('S06b releasing some leases returns only those jobs, and only to their own owner, due at once', () =>
+      withStore(async (store) => {
+        await store.ingest({ receivedAtMs: t0, events: [event('a'), event('b'), event('c'), event('d')], rejections: [] });
+        const mine = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 3 });
+        const [theirs] = await store.claim({ destinationId: 'd1', owner: 'x', nowMs: t0, leaseMs: 60_000, limit: 1 });
+        const ids = [mine[0]!.id, mine[2]!.id, theirs!.id];
+        assert.equal(await store.releaseLeases('w', t0 + 5, ids), 2, "x's job is not w's to hand back");
+        assert.equal(await store.releaseLeases('w', t0 + 5, []), 0);
+        const again = await store.claim({ destinationId: 'd1', owner: 'y', nowMs: t0 + 5, leaseMs: 60_000, limit: 5 });
+        assert.deepEqual(
+          again.map((j) => j.id).sort((a, b) => a - b),
+          [mine[0]!.id, mine[2]!.id].sort((a, b) => a - b),
+          'the two handed back are due at once; the others stay held',
+        );
+        assert.equal(await store.complete({ id: mine[1]!.id, owner: 'w', nowMs: t0 + 6, firstAttemptAtMs: t0 + 6, attempts: [], outcome: { status: 'succeeded' } }), true, 'w still holds the one it kept');
+      }));
+
     test('S07 regulations purge a user in scope and queue their notices atomically', () =>
       withStore(async (store) => {
         await store.ingest({ receivedAtMs: t0,

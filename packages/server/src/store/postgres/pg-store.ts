@@ -453,8 +453,17 @@ export class PgStore implements Store {
     return items.map((c) => kept.has(c.id));
   }
 
-  async releaseLeases(owner: string, nowMs: number): Promise<number> {
-    const r = await this.pool.query(`UPDATE delivery_queue SET lease_owner = NULL, next_attempt_at = $1 WHERE lease_owner = $2`, [nowMs, owner]);
+  async releaseLeases(owner: string, nowMs: number, ids?: readonly number[]): Promise<number> {
+    const r =
+      ids === undefined
+        ? await this.pool.query(`UPDATE delivery_queue SET lease_owner = NULL, next_attempt_at = $1 WHERE lease_owner = $2`, [nowMs, owner])
+        : ids.length === 0
+          ? { rowCount: 0 }
+          : await this.pool.query(`UPDATE delivery_queue SET lease_owner = NULL, next_attempt_at = $1 WHERE lease_owner = $2 AND delivery_id = ANY($3::bigint[])`, [
+              nowMs,
+              owner,
+              [...ids],
+            ]);
     return r.rowCount ?? 0;
   }
 

@@ -542,14 +542,16 @@ export class SqliteStore implements Store {
     return kept;
   }
 
-  async releaseLeases(owner: string, _nowMs: number): Promise<number> {
+  async releaseLeases(owner: string, _nowMs: number, ids?: readonly number[]): Promise<number> {
     // A held job kept its due time, which has passed: it is due again at once.
     let released = 0;
-    for (const [id, lease] of this.leases)
-      if (lease.owner === owner) {
-        this.unhold(id);
-        released++;
-      }
+    const release = (id: number, lease: Lease | undefined): void => {
+      if (lease?.owner !== owner) return;
+      this.unhold(id);
+      released++;
+    };
+    if (ids === undefined) for (const [id, lease] of this.leases) release(id, lease);
+    else for (const id of ids) release(id, this.leases.get(id));
     return released;
   }
 
