@@ -5,7 +5,7 @@ import type { DeliverySettings, DestinationConfig } from '../config/model.js';
 import type { SendResult, WebhookSender } from '../destinations/webhooks/sender.js';
 import { signatureFor, webhookHeaders } from '../destinations/webhooks/request.js';
 import type { Catalog } from '../routing/catalog.js';
-import type { AttemptOutcome, AttemptRecord, ClaimedDelivery, Store } from '../store/store.js';
+import type { AttemptOutcome, AttemptRecord, ClaimedDelivery, HeldLease, Store } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
 import { redactUrl } from '../config/redact.js';
 import { readyLimits, RecentSlowest, type ResolvedDeliverySettings } from './ready-limits.js';
@@ -214,6 +214,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     // Start each round at the next destination, so that when slots are scarce the ones late
     // in the list are not always offered what is left.
     const active = this.o.catalog.enabledDestinations();
+    this.forgetInactive(active);
     const offset = active.length > 0 ? this.rotation++ % active.length : 0;
     for (let i = 0; i < active.length; i++) {
       const destination = active[(offset + i) % active.length]!;
@@ -258,7 +259,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     const queue = this.ready.get(destination.id);
     if (!queue || queue.length === 0) return;
     const { settings, clock } = this.o;
-    let late: number[] | undefined;
+    let late: HeldLease[] | undefined;
     while (
       queue.length > 0 &&
       this.busy(destination.id) < settings.perDestinationConcurrency &&
@@ -272,7 +273,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       // waiting out its lease. (A job claimed for a free slot starts at once and never meets
       // this: the lease rule asks for 2 x timeoutMs + 1 s.)
       if (clock.now() + settings.timeoutMs + 1000 > leasedUntilMs) {
-        (late ??= []).push(job.id);
+        (late ??= []).push({ id: job.id, leasedUntilMs });
         continue;
       }
       this.track(this.process(job, destination));
@@ -281,16 +282,16 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   }
 
   /**
-   * Returns jobs this worker holds but will not send to the queue, due at once. If that fails
-   * they still come back when their leases run out: nothing is lost, so log and go on.
+   * Returns to the queue, due again at once, jobs this worker holds but will not send. If that
+   * fails they still come back when their leases run out: nothing is lost, so log and go on.
    */
-  private handBack(ids: number[], destinationId: string, why: string): void {
-    this.o.logger.debug({ destinationId, jobs: ids.length }, `jobs held ready ${why}; handed back`);
+  private handBack(leases: HeldLease[], destinationId: string, why: string): void {
+    this.o.logger.debug({ destinationId, jobs: leases.length }, `jobs held ready ${why}; handed back`);
     this.track(
-      this.o.store.releaseLeases(this.owner, this.o.clock.now(), ids).then(
+      this.o.store.releaseLeases(this.owner, this.o.clock.now(), leases).then(
         () => this.wake(),
         (error: unknown) => {
-          this.o.logger.warn({ err: error, destinationId, jobs: ids.length }, 'jobs held ready could not be handed back; they come back when their leases run out');
+          this.o.logger.warn({ err: error, destinationId, jobs: leases.length }, 'jobs held ready could not be handed back; they come back when their leases run out');
           this.emit('worker:error', { error });
         },
       ),
@@ -307,17 +308,24 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     const active = this.o.catalog.enabledDestinations();
     const offset = active.length > 0 ? this.readyRotation++ % active.length : 0;
     for (let i = 0; i < active.length; i++) this.startReady(active[(offset + i) % active.length]!);
-    // Jobs of a destination disabled or deleted meanwhile are not sent; they go back to the
-    // queue (a deleted destination's are dead letters already, and stay so).
-    if (active.length !== this.ready.size)
-      for (const [id, queue] of [...this.ready]) {
-        if (active.some((d) => d.id === id)) continue;
-        this.readyCount -= queue.length;
-        this.ready.delete(id);
-        if (queue.length > 0 && !this.halted) this.handBack(queue.map((r) => r.job.id), id, 'of a destination no longer enabled');
-      }
-    if (active.length < this.slowest.size) for (const id of [...this.slowest.keys()]) if (!active.some((d) => d.id === id)) this.slowest.delete(id);
-    if (active.length < this.exchanges.size) for (const [id, set] of [...this.exchanges]) if (set.size === 0 && !active.some((d) => d.id === id)) this.exchanges.delete(id);
+  }
+
+  /**
+   * Once per claim round: jobs held ready for a destination disabled or deleted meanwhile are
+   * not sent, and go back to the queue (a deleted destination's are dead letters already, and
+   * stay so); what is known of such a destination's pace is forgotten.
+   */
+  private forgetInactive(active: readonly DestinationConfig[]): void {
+    if (this.ready.size === 0 && this.slowest.size <= active.length && this.exchanges.size <= active.length) return;
+    const enabled = new Set(active.map((d) => d.id));
+    for (const [id, queue] of [...this.ready]) {
+      if (enabled.has(id)) continue;
+      this.readyCount -= queue.length;
+      this.ready.delete(id);
+      if (queue.length > 0) this.handBack(queue.map((r) => ({ id: r.job.id, leasedUntilMs: r.leasedUntilMs })), id, 'of a destination no longer enabled');
+    }
+    for (const id of [...this.slowest.keys()]) if (!enabled.has(id)) this.slowest.delete(id);
+    for (const [id, set] of [...this.exchanges]) if (set.size === 0 && !enabled.has(id)) this.exchanges.delete(id);
   }
 
   private track(p: Promise<void>): void {

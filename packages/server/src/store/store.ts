@@ -77,6 +77,12 @@ export interface ClaimedDelivery {
   createdAtMs: number;
 }
 
+/** One lease a claim handed out: the job, and the end of the lease as the claim set it. */
+export interface HeldLease {
+  id: number;
+  leasedUntilMs: number;
+}
+
 /** One POST to one URL, as logged. */
 export interface AttemptRecord {
   url: string;
@@ -228,11 +234,13 @@ export interface Store {
    */
   complete(args: Completion): Promise<boolean>;
   /**
-   * Returns this owner's leased jobs to the queue, due at once: all of them (graceful stop), or
-   * only those of `ids` (jobs held ready that can no longer start within their lease).
-   * Resolves with how many it returned.
+   * Returns this owner's leased jobs to the queue, due again at once: all of them (graceful
+   * stop), or only the leases named in `leases` (jobs held ready that will not be sent). A
+   * lease is named by its job and its end as the claim set it (`nowMs + leaseMs`), so that a
+   * later lease on the same job, by this owner too, is never released by mistake. Resolves
+   * with how many it returned.
    */
-  releaseLeases(owner: string, nowMs: number, ids?: readonly number[]): Promise<number>;
+  releaseLeases(owner: string, nowMs: number, leases?: readonly HeldLease[]): Promise<number>;
   /** Dead-letters every pending job of a destination that was deleted (reason `destination_deleted`). */
   abandonPending(destinationId: string, nowMs: number): Promise<number>;
   /** Queues deliveries that are not tied to a stored event (deletion notices, audience identifies). */

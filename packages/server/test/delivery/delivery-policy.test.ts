@@ -360,9 +360,10 @@ describe('delivery decisions', () => {
       closed = true;
       await ferry.ferry.worker.settled();
       assert.equal(slow.requests.length, 16, 'no job held ready was started');
-      // The next round starts none of the 80 held ready and hands them back, due now: first in
-      // line, so its claim for its 16 free slots takes them again (and they fail too: the
-      // receiver is gone). Waiting out their leases, it would have claimed the 24 never claimed.
+      // The next round starts none of the 80 held ready and hands them back, due again with
+      // their old place in line, before the 24 never claimed: its claim for its 16 free slots
+      // takes them again (and they fail too: the receiver is gone). Had they waited out their
+      // leases, it would have claimed from the 24 instead.
       await ferry.ferry.worker.tick();
       await ferry.ferry.worker.settled();
       const pending = (await ferry.admin('GET', '/deliveries?status=pending&limit=1000')).json.deliveries as any[];
@@ -377,6 +378,25 @@ describe('delivery decisions', () => {
       );
     } finally {
       if (!closed) await slow.close();
+    }
+  });
+
+  test('jobs held ready for a destination disabled meanwhile go back to the queue at the next round', async () => {
+    const slow = await startReceiver('hang');
+    try {
+      const { clock, ferry } = await startWithDefaultSlots(slow.url, 100);
+      await ferry.send('/v1/batch', { batch: Array.from({ length: 120 }, (_, i) => ({ type: 'track', userId: `u${i}`, event: 'E' })) });
+      await ferry.ferry.worker.tick();
+      await slow.waitFor(16);
+      assert.equal((await pendingAndLeased(ferry, clock)).leased.length, 96, '16 sending, 80 ready');
+      assert.equal((await ferry.admin('PATCH', '/destinations/hooks', { enabled: false })).status, 200);
+      await ferry.ferry.worker.tick();
+      const { pending, leased } = await pendingAndLeased(ferry, clock);
+      assert.equal(pending.length, 120);
+      assert.equal(leased.length, 16, 'only the 16 in flight stay leased; the 80 ready are due again');
+      assert.equal(slow.requests.length, 16, 'none of them was sent');
+    } finally {
+      await slow.close();
     }
   });
 

@@ -177,9 +177,12 @@ for (const backend of backends) {
         await store.ingest({ receivedAtMs: t0, events: [event('a'), event('b'), event('c'), event('d')], rejections: [] });
         const mine = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 3 });
         const [theirs] = await store.claim({ destinationId: 'd1', owner: 'x', nowMs: t0, leaseMs: 60_000, limit: 1 });
-        const ids = [mine[0]!.id, mine[2]!.id, theirs!.id];
-        assert.equal(await store.releaseLeases('w', t0 + 5, ids), 2, "x's job is not w's to hand back");
+        const lease = (id: number) => ({ id, leasedUntilMs: t0 + 60_000 });
+        assert.equal(await store.releaseLeases('w', t0 + 5, [lease(mine[0]!.id), lease(mine[2]!.id), lease(theirs!.id)]), 2, "x's job is not w's to hand back");
         assert.equal(await store.releaseLeases('w', t0 + 5, []), 0);
+        const listed = await store.listDeliveries({ status: 'pending', limit: 10 });
+        for (const id of [mine[0]!.id, mine[2]!.id])
+          assert.equal(listed.find((d) => d.id === id)!.nextAttemptAt, new Date(t0).toISOString(), 'back in its old place in line');
         const again = await store.claim({ destinationId: 'd1', owner: 'y', nowMs: t0 + 5, leaseMs: 60_000, limit: 5 });
         assert.deepEqual(
           again.map((j) => j.id).sort((a, b) => a - b),
@@ -187,6 +190,18 @@ for (const backend of backends) {
           'the two handed back are due at once; the others stay held',
         );
         assert.equal(await store.complete({ id: mine[1]!.id, owner: 'w', nowMs: t0 + 6, firstAttemptAtMs: t0 + 6, attempts: [], outcome: { status: 'succeeded' } }), true, 'w still holds the one it kept');
+      }));
+
+    test('S06c a lease is named by its end: handing back one that ran out never frees a later claim of the same job', () =>
+      withStore(async (store) => {
+        await store.ingest({ receivedAtMs: t0, events: [event('a')], rejections: [] });
+        const [first] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 1000, limit: 1 });
+        // The lease ran out and the same worker claimed the job again.
+        const [again] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 2000, leaseMs: 60_000, limit: 1 });
+        assert.equal(again!.id, first!.id);
+        assert.equal(await store.releaseLeases('w', t0 + 2001, [{ id: first!.id, leasedUntilMs: t0 + 1000 }]), 0, 'the old lease is gone');
+        assert.deepEqual(await store.claim({ destinationId: 'd1', owner: 'x', nowMs: t0 + 2001, leaseMs: 60_000, limit: 1 }), [], 'the job is still held');
+        assert.equal(await store.releaseLeases('w', t0 + 2001, [{ id: first!.id, leasedUntilMs: t0 + 62_000 }]), 1);
       }));
 
     test('S07 regulations purge a user in scope and queue their notices atomically', () =>

@@ -21,6 +21,7 @@ import type {
   DeleteNotice,
   DeliveryFilter,
   DeliveryView,
+  HeldLease,
   IngestOutcome,
   IngestWrite,
   NewDelivery,
@@ -453,19 +454,25 @@ export class PgStore implements Store {
     return items.map((c) => kept.has(c.id));
   }
 
-  async releaseLeases(owner: string, nowMs: number, ids?: readonly number[]): Promise<number> {
-    const r =
-      ids === undefined
-        ? await this.pool.query(`UPDATE delivery_queue SET lease_owner = NULL, next_attempt_at = $1 WHERE lease_owner = $2`, [nowMs, owner])
-        : ids.length === 0
-          ? { rowCount: 0 }
-          : await this.pool.query(`UPDATE delivery_queue SET lease_owner = NULL, next_attempt_at = $1 WHERE lease_owner = $2 AND delivery_id = ANY($3::bigint[])`, [
-              nowMs,
-              owner,
-              [...ids],
-            ]);
+  async releaseLeases(owner: string, nowMs: number, leases?: readonly HeldLease[]): Promise<number> {
+    if (leases === undefined) {
+      const r = await this.pool.query(`UPDATE delivery_queue SET lease_owner = NULL, next_attempt_at = $1 WHERE lease_owner = $2`, [nowMs, owner]);
+      return r.rowCount ?? 0;
+    }
+    if (leases.length === 0) return 0;
+    // A lease is its owner and its end: a later claim of the same job (after this one ran
+    // out) set another end. The job takes its place in line again: the due time it had before
+    // it was claimed, which the delivery row keeps, if that has come.
+    const sorted = [...leases].sort((a, b) => a.id - b.id);
+    const r = await this.pool.query(
+      `UPDATE delivery_queue q SET lease_owner = NULL, next_attempt_at = LEAST($1, d.next_attempt_at)
+       FROM unnest($3::bigint[], $4::bigint[]) AS l(id, until), deliveries d
+       WHERE q.delivery_id = l.id AND q.lease_owner = $2 AND q.next_attempt_at = l.until AND d.id = l.id`,
+      [nowMs, owner, sorted.map((l) => l.id), sorted.map((l) => l.leasedUntilMs)],
+    );
     return r.rowCount ?? 0;
   }
+
 
   async abandonPending(destinationId: string, nowMs: number): Promise<number> {
     const r = await this.pool.query(

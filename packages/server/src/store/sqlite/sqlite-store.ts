@@ -8,6 +8,7 @@ import type {
   Completion,
   DeliveryFilter,
   DeliveryView,
+  HeldLease,
   IngestOutcome,
   IngestWrite,
   NewDelivery,
@@ -118,7 +119,7 @@ type DueClaimTuple = ClaimTuple & { readonly 10: number };
  */
 export const claimAfterSql = `SELECT * FROM (
     SELECT ${claimColumns}, next_attempt_at FROM deliveries INDEXED BY deliveries_due
-    WHERE status = 'pending' AND destination_id = @destination AND next_attempt_at = @due AND id > @id
+    WHERE status = 'pending' AND destination_id = @destination AND next_attempt_at = @due AND next_attempt_at <= @now AND id > @id
     ORDER BY id LIMIT @limit)
   UNION ALL
   SELECT * FROM (
@@ -477,7 +478,9 @@ export class SqliteStore implements Store {
     }
     const until = nowMs + leaseMs;
     for (const row of rows) this.hold(row[0], { owner, destinationId, createdAtMs: row[9], untilMs: until, sweepAtMs: until + leaseMs });
-    const last = rows[rows.length - 1];
+    // The last in due order, whatever order the rows came in (a UNION ALL promises none).
+    let last: DueClaimTuple | undefined;
+    for (const row of rows) if (!last || row[10] > last[10] || (row[10] === last[10] && row[0] > last[0])) last = row;
     if (last && (!cursor || last[10] > cursor.due || (last[10] === cursor.due && last[0] > cursor.id)))
       this.claimCursors.set(destinationId, (cursor = { due: last[10], id: last[0], after: cursor?.after ?? 0 }));
     else if (!cursor) this.claimCursors.delete(destinationId);
@@ -542,18 +545,29 @@ export class SqliteStore implements Store {
     return kept;
   }
 
-  async releaseLeases(owner: string, _nowMs: number, ids?: readonly number[]): Promise<number> {
+  async releaseLeases(owner: string, _nowMs: number, leases?: readonly HeldLease[]): Promise<number> {
     // A held job kept its due time, which has passed: it is due again at once.
     let released = 0;
-    const release = (id: number, lease: Lease | undefined): void => {
-      if (lease?.owner !== owner) return;
+    if (leases === undefined) {
+      for (const [id, lease] of this.leases)
+        if (lease.owner === owner) {
+          this.unhold(id);
+          released++;
+        }
+      return released;
+    }
+    for (const { id, leasedUntilMs } of leases) {
+      const lease = this.leases.get(id);
+      // Its end names the lease: a later claim of the same job (after this one ran out) set another.
+      if (lease?.owner !== owner || lease.untilMs !== leasedUntilMs) continue;
       this.unhold(id);
+      // It lies before the claim cursor: the next claim reads from the start and finds it.
+      this.claimCursors.delete(lease.destinationId);
       released++;
-    };
-    if (ids === undefined) for (const [id, lease] of this.leases) release(id, lease);
-    else for (const id of ids) release(id, this.leases.get(id));
+    }
     return released;
   }
+
 
   async abandonPending(destinationId: string, nowMs: number): Promise<number> {
     const abandoned = this.db
