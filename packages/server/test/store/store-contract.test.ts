@@ -204,6 +204,20 @@ for (const backend of backends) {
         assert.equal(await store.releaseLeases('w', t0 + 2001, [{ id: first!.id, leasedUntilMs: t0 + 62_000 }]), 1);
       }));
 
+    test('S06d jobs handed back while others stay held are the next claimed, ahead of jobs never claimed', () =>
+      withStore(async (store) => {
+        await store.ingest({ receivedAtMs: t0, events: Array.from({ length: 10 }, (_, i) => event(`m${i}`)), rejections: [] });
+        const held = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 4 });
+        const back = held.slice(2).map((j) => ({ id: j.id, leasedUntilMs: t0 + 60_000 }));
+        assert.equal(await store.releaseLeases('w', t0 + 5, back), 2);
+        const next = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 5, leaseMs: 60_000, limit: 2 });
+        assert.deepEqual(
+          next.map((j) => j.id),
+          back.map((l) => l.id),
+          'the two handed back, not the next two never claimed (SQLite: a claim reading on from its last job would miss them)',
+        );
+      }));
+
     test('S07 regulations purge a user in scope and queue their notices atomically', () =>
       withStore(async (store) => {
         await store.ingest({ receivedAtMs: t0,
@@ -429,6 +443,20 @@ describe('SQLite store: one process per file, leases in memory', () => {
       const details = plan.map((p) => p.detail);
       assert.ok(details.some((d) => d.includes('deliveries_due (destination_id=? AND next_attempt_at=? AND rowid>?)')), details.join('\n'));
       assert.ok(details.every((d) => !/SCAN deliveries|TEMP B-TREE/.test(d)), details.join('\n'));
+    }));
+
+  test('a claim that reads on takes nothing not yet due, even at the cursor\'s own due time (a clock gone back)', () =>
+    withSqlitePath(async (path) => {
+      const store = new SqliteStore({ path });
+      try {
+        await store.ingest({ receivedAtMs: t0 + 1000, events: Array.from({ length: 6 }, (_, i) => event(`m${i}`, { receivedAtMs: t0 + 1000 })), rejections: [] });
+        assert.equal((await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 1000, leaseMs: 60_000, limit: 2 })).length, 2);
+        // The clock went back a second: the rest of the cursor's due time is not due yet.
+        assert.deepEqual(await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 2 }), []);
+        assert.equal((await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 1000, leaseMs: 60_000, limit: 2 })).length, 2);
+      } finally {
+        await store.close();
+      }
     }));
 
   test('a second store on the same file is refused while the first is open, and allowed once it closes', () =>

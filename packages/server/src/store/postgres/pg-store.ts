@@ -462,17 +462,19 @@ export class PgStore implements Store {
     if (leases.length === 0) return 0;
     // A lease is its owner and its end: a later claim of the same job (after this one ran
     // out) set another end. The job takes its place in line again: the due time it had before
-    // it was claimed, which the delivery row keeps, if that has come.
-    const sorted = [...leases].sort((a, b) => a.id - b.id);
+    // it was claimed, which the delivery row keeps, if that has come. Queue rows are locked in
+    // id order first, as abandonPending and deletion requests lock them.
     const r = await this.pool.query(
       `UPDATE delivery_queue q SET lease_owner = NULL, next_attempt_at = LEAST($1, d.next_attempt_at)
-       FROM unnest($3::bigint[], $4::bigint[]) AS l(id, until), deliveries d
-       WHERE q.delivery_id = l.id AND q.lease_owner = $2 AND q.next_attempt_at = l.until AND d.id = l.id`,
-      [nowMs, owner, sorted.map((l) => l.id), sorted.map((l) => l.leasedUntilMs)],
+       FROM deliveries d
+       WHERE d.id = q.delivery_id AND q.delivery_id IN (
+         SELECT h.delivery_id FROM delivery_queue h JOIN unnest($3::bigint[], $4::bigint[]) AS l(id, until) ON h.delivery_id = l.id
+         WHERE h.lease_owner = $2 AND h.next_attempt_at = l.until
+         ORDER BY h.delivery_id FOR UPDATE OF h)`,
+      [nowMs, owner, leases.map((l) => l.id), leases.map((l) => l.leasedUntilMs)],
     );
     return r.rowCount ?? 0;
   }
-
 
   async abandonPending(destinationId: string, nowMs: number): Promise<number> {
     const r = await this.pool.query(

@@ -478,7 +478,10 @@ export class SqliteStore implements Store {
     }
     const until = nowMs + leaseMs;
     for (const row of rows) this.hold(row[0], { owner, destinationId, createdAtMs: row[9], untilMs: until, sweepAtMs: until + leaseMs });
-    // The last in due order, whatever order the rows came in (a UNION ALL promises none).
+    // The last in due order. SQLite returns a UNION ALL's parts in turn, which the LIMIT relies
+    // on; were that ever not so, a claim could take later jobs before the rest of the cursor's
+    // due time, and those would wait for the next read from the start: the cursor must still
+    // be the furthest job claimed.
     let last: DueClaimTuple | undefined;
     for (const row of rows) if (!last || row[10] > last[10] || (row[10] === last[10] && row[0] > last[0])) last = row;
     if (last && (!cursor || last[10] > cursor.due || (last[10] === cursor.due && last[0] > cursor.id)))
@@ -567,7 +570,6 @@ export class SqliteStore implements Store {
     }
     return released;
   }
-
 
   async abandonPending(destinationId: string, nowMs: number): Promise<number> {
     const abandoned = this.db
