@@ -300,15 +300,21 @@ describe('delivery decisions', () => {
     return { clock, settings, ferry: started };
   }
 
+  /** 120 jobs for a receiver that never answers: after one round, 16 sent and 80 held ready. */
+  async function sixteenSentEightyReady(slow: TestReceiver) {
+    const { clock, ferry } = await startWithDefaultSlots(slow.url, 100);
+    await ferry.send('/v1/batch', { batch: Array.from({ length: 120 }, (_, i) => ({ type: 'track', userId: `u${i}`, event: 'E' })) });
+    await ferry.ferry.worker.tick();
+    await slow.waitFor(16);
+    const { leased } = await pendingAndLeased(ferry, clock);
+    assert.equal(leased.length, 96, '16 sending and 80 ready, claimed in one round');
+    return { clock, ferry, held: leased.map((d) => d.id as number) };
+  }
+
   test('with the default lease and timeout, and no exchange seen yet, a destination holds 80 jobs ready beyond its 16 busy slots', async () => {
     const slow = await startReceiver('hang');
     try {
-      const { clock, ferry } = await startWithDefaultSlots(slow.url, 100);
-      await ferry.send('/v1/batch', { batch: Array.from({ length: 120 }, (_, i) => ({ type: 'track', userId: `u${i}`, event: 'E' })) });
-      await ferry.ferry.worker.tick();
-      await slow.waitFor(16);
-      const { leased } = await pendingAndLeased(ferry, clock);
-      assert.equal(leased.length, 96, '16 sending and 80 ready, claimed in one round');
+      await sixteenSentEightyReady(slow);
       assert.equal(slow.requests.length, 16, 'no more requests than slots');
     } finally {
       // Dropping the hanging requests lets the stop below finish without waiting for timeouts.
@@ -347,12 +353,7 @@ describe('delivery decisions', () => {
     const slow = await startReceiver('hang');
     let closed = false;
     try {
-      const { clock, ferry } = await startWithDefaultSlots(slow.url, 100);
-      await ferry.send('/v1/batch', { batch: Array.from({ length: 120 }, (_, i) => ({ type: 'track', userId: `u${i}`, event: 'E' })) });
-      await ferry.ferry.worker.tick();
-      await slow.waitFor(16);
-      const held = (await pendingAndLeased(ferry, clock)).leased.map((d) => d.id as number);
-      assert.equal(held.length, 96, '16 sending, 80 ready');
+      const { clock, ferry, held } = await sixteenSentEightyReady(slow);
       // 55 s on, a ready job would need 5 s for the head and 1 s for the body: past its 60 s lease.
       clock.advance(55_000);
       // The hanging exchanges fail, which frees their slots for the jobs held ready.
@@ -384,11 +385,7 @@ describe('delivery decisions', () => {
   test('jobs held ready for a destination disabled meanwhile go back to the queue at the next round', async () => {
     const slow = await startReceiver('hang');
     try {
-      const { clock, ferry } = await startWithDefaultSlots(slow.url, 100);
-      await ferry.send('/v1/batch', { batch: Array.from({ length: 120 }, (_, i) => ({ type: 'track', userId: `u${i}`, event: 'E' })) });
-      await ferry.ferry.worker.tick();
-      await slow.waitFor(16);
-      assert.equal((await pendingAndLeased(ferry, clock)).leased.length, 96, '16 sending, 80 ready');
+      const { clock, ferry } = await sixteenSentEightyReady(slow);
       assert.equal((await ferry.admin('PATCH', '/destinations/hooks', { enabled: false })).status, 200);
       await ferry.ferry.worker.tick();
       const { pending, leased } = await pendingAndLeased(ferry, clock);
