@@ -66,6 +66,8 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   /** The slowest exchange lately, per destination id and over all, for {@link readyLimits}. */
   private readonly slowest = new Map<string, RecentSlowest>();
   private readonly slowestAny = new RecentSlowest(paceWindowMs);
+  /** The catalog's list of enabled destinations as {@link forgetInactive} last saw it. */
+  private checkedActive: readonly DestinationConfig[] | undefined;
   /** Exchanges in flight (busy slots) per destination id, oldest first (a Set keeps insertion order). */
   private readonly exchanges = new Map<string, Set<{ startedAtMs: number }>>();
 
@@ -311,12 +313,14 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   }
 
   /**
-   * Once per claim round: jobs held ready for a destination disabled or deleted meanwhile are
-   * not sent, and go back to the queue (a deleted destination's are dead letters already, and
-   * stay so); what is known of such a destination's pace is forgotten.
+   * At the first claim round after the catalog changed: jobs held ready for a destination
+   * disabled or deleted meanwhile are not sent, and go back to the queue (a deleted
+   * destination's are dead letters already, and stay so); what is known of such a
+   * destination's pace is forgotten. The catalog's list is the same array until it changes.
    */
   private forgetInactive(active: readonly DestinationConfig[]): void {
-    if (this.ready.size === 0 && this.slowest.size <= active.length && this.exchanges.size <= active.length) return;
+    if (active === this.checkedActive) return;
+    this.checkedActive = active;
     const enabled = new Set(active.map((d) => d.id));
     for (const [id, queue] of [...this.ready]) {
       if (enabled.has(id)) continue;
