@@ -527,6 +527,62 @@ function planNodes(plan: { 'Node Type': string; 'Index Name'?: string; 'Relation
   return [own, ...(plan.Plans ?? []).flatMap((p) => planNodes(p as typeof plan))];
 }
 
+describe('PostgreSQL store: a deletion request and the completions beside it', () => {
+  test('a completion whose statement began before a purge committed logs no attempt for the purged delivery', async () => {
+    const url = await postgresUrl();
+    const schema = uniqueSchema();
+    const store = await PgStore.open({ connectionString: url, schema, poolSize: 2 });
+    const blocker = new pg.Client({ connectionString: url });
+    await blocker.connect();
+    try {
+      // w's lease on the first job ran out and x took it; w holds the second.
+      await store.ingest({ receivedAtMs: t0, events: [event('a', { userId: 'gone' })], rejections: [] });
+      const [lost] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 1000, limit: 1 });
+      assert.equal((await store.claim({ destinationId: 'd1', owner: 'x', nowMs: t0 + 2000, leaseMs: 60_000, limit: 1 }))[0]!.id, lost!.id);
+      await store.ingest({ receivedAtMs: t0 + 2000, events: [event('b', { userId: 'kept', receivedAtMs: t0 + 2000 })], rejections: [] });
+      const [held] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 2000, leaseMs: 60_000, limit: 1 });
+      // The held job's queue row is locked elsewhere: w's completion statement takes its
+      // snapshot, then waits for that row.
+      await blocker.query(`BEGIN; SELECT 1 FROM ${schema}.delivery_queue WHERE delivery_id = ${held!.id} FOR UPDATE`);
+      const outcome = (id: number) => ({ id, owner: 'w', nowMs: t0 + 2001, firstAttemptAtMs: t0 + 2001, outcome: { status: 'succeeded' as const },
+        attempts: [{ url: 'http://r/hooks', startedAtMs: t0 + 2001, latencyMs: 1, statusCode: 200, errorClass: null, errorMessage: null, responseBody: 'echo of the user', trigger: 'scheduled' as const }] });
+      const completed = Promise.all([store.complete(outcome(lost!.id)), store.complete(outcome(held!.id))]);
+      await waitForLockWait(url);
+      // Meanwhile the user of the lost job is purged, and that commits.
+      await store.createRegulation({ id: 'reg_race', userIds: ['gone'], sourceIds: null, nowMs: t0 + 2001 });
+      assert.equal((await store.executeRegulation({ id: 'reg_race', notices: [], nowMs: t0 + 2002 })).deliveriesDeleted, 1);
+      await blocker.query('COMMIT');
+      assert.deepEqual(await completed, [false, true], 'the lost lease counts for nothing; the held job is done');
+      const { rows } = await blocker.query(`SELECT delivery_id::int AS id FROM ${schema}.attempts ORDER BY id`);
+      assert.deepEqual(rows.map((r) => r.id), [held!.id], 'no attempt is left of the purged delivery; the other is logged');
+    } finally {
+      await blocker.query('ROLLBACK').catch(() => {});
+      await blocker.end();
+      await store.close();
+      await dropSchema(url, schema);
+    }
+  });
+});
+
+/**
+ * Resolves once a completion statement waits for a row lock (bounded). Asked on a connection of
+ * its own: inside a transaction, pg_stat_activity keeps showing what it showed first.
+ */
+async function waitForLockWait(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    for (let i = 0; i < 5000; i++) {
+      const { rows } = await client.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH x AS%'`);
+      if (rows[0].n > 0) return;
+      await new Promise((r) => setImmediate(r));
+    }
+    throw new Error('no completion waited for the lock');
+  } finally {
+    await client.end();
+  }
+}
+
 describe('PostgreSQL store: plans that touch only the jobs at hand', () => {
   /**
    * A store with 5,000 pending jobs sharing one due time (what a replay or an audience sync

@@ -69,8 +69,12 @@ export const nextDueSql = `SELECT MIN(first.due) AS due FROM unnest($1::text[]) 
  * retried stays in it, due again and unleased. Only then is the delivery row written (from
  * the rows those two return: joining them back to $1 was a loop over every pair), and
  * since no index of `deliveries` holds a column that changes here, that is a HOT update (see
- * migration 4). Runs on connections with {@link completionPlanner}. Exported for the test of
- * its plan.
+ * migration 4). A job whose lease was lost still logs its attempts, if its delivery exists:
+ * checked under a key-share lock, since this statement's snapshot may predate a deletion
+ * request that purged it meanwhile; the lock waits for that purge and then finds no row, and
+ * a purge that comes later deletes its attempts after its deliveries, so after this commits.
+ * (Not for the jobs updated here: a lock skips the rows its own statement changed.) Runs on
+ * connections with {@link completionPlanner}. Exported for the test of its plan.
  */
 export const completeSql = `WITH x AS (
     SELECT * FROM json_to_recordset($1::json) AS x(i bigint, o text, f bigint, s text, n bigint, c bigint, r text, e text)
@@ -92,7 +96,7 @@ export const completeSql = `WITH x AS (
     SELECT a.i, a.u, a.s, a.l, a.c, a.e, a.m, a.r, a.t
     FROM ROWS FROM (json_to_recordset($2::json) AS (i bigint, u text, s bigint, l int, c int, e text, m text, r text, t text))
       WITH ORDINALITY AS a(i, u, s, l, c, e, m, r, t, n)
-    WHERE EXISTS (SELECT 1 FROM deliveries WHERE id = a.i)
+    WHERE a.i IN (SELECT id FROM updated) OR EXISTS (SELECT 1 FROM deliveries WHERE id = a.i FOR KEY SHARE)
     ORDER BY a.n
   )
   SELECT id FROM updated`;
@@ -626,8 +630,10 @@ export class PgStore implements Store {
       const ids = found[0]?.ids ?? [];
       // The queue rows first, in the order the claim and the completion lock them.
       await client.query(`DELETE FROM delivery_queue WHERE delivery_id IN (SELECT delivery_id FROM delivery_queue WHERE delivery_id = ANY($1::bigint[]) ORDER BY delivery_id FOR UPDATE)`, [ids]);
-      await client.query(`DELETE FROM attempts WHERE delivery_id = ANY($1::bigint[])`, [ids]);
+      // Deliveries before their attempts: a completion logging an attempt for one of them holds
+      // a key-share lock on it until it commits, so the attempts deleted after see its row.
       const deliveriesDeleted = (await client.query(`DELETE FROM deliveries WHERE id = ANY($1::bigint[])`, [ids])).rowCount ?? 0;
+      await client.query(`DELETE FROM attempts WHERE delivery_id = ANY($1::bigint[])`, [ids]);
       const eventsDeleted = (await client.query(`DELETE FROM events WHERE user_id = ANY($1::text[]) ${scope}`, params)).rowCount ?? 0;
       if (args.notices.length > 0)
         await insertLoose(
