@@ -543,11 +543,12 @@ describe('PostgreSQL store: a deletion request and the completions beside it', (
       const [held] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 2000, leaseMs: 60_000, limit: 1 });
       // The held job's queue row is locked elsewhere: w's completion statement takes its
       // snapshot, then waits for that row.
+      const blockerPid = (await blocker.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
       await blocker.query(`BEGIN; SELECT 1 FROM ${schema}.delivery_queue WHERE delivery_id = ${held!.id} FOR UPDATE`);
       const outcome = (id: number) => ({ id, owner: 'w', nowMs: t0 + 2001, firstAttemptAtMs: t0 + 2001, outcome: { status: 'succeeded' as const },
         attempts: [{ url: 'http://r/hooks', startedAtMs: t0 + 2001, latencyMs: 1, statusCode: 200, errorClass: null, errorMessage: null, responseBody: 'echo of the user', trigger: 'scheduled' as const }] });
       const completed = Promise.all([store.complete(outcome(lost!.id)), store.complete(outcome(held!.id))]);
-      await waitForLockWait(url);
+      await waitForLockWait(url, blockerPid);
       // Meanwhile the user of the lost job is purged, and that commits.
       await store.createRegulation({ id: 'reg_race', userIds: ['gone'], sourceIds: null, nowMs: t0 + 2001 });
       assert.equal((await store.executeRegulation({ id: 'reg_race', notices: [], nowMs: t0 + 2002 })).deliveriesDeleted, 1);
@@ -565,15 +566,19 @@ describe('PostgreSQL store: a deletion request and the completions beside it', (
 });
 
 /**
- * Resolves once a completion statement waits for a row lock (bounded). Asked on a connection of
- * its own: inside a transaction, pg_stat_activity keeps showing what it showed first.
+ * Resolves once a completion statement waits for a lock held by backend `blocker` (bounded).
+ * Asked on a connection of its own: inside a transaction, pg_stat_activity keeps showing what
+ * it showed first.
  */
-async function waitForLockWait(url: string): Promise<void> {
+async function waitForLockWait(url: string, blocker: number): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     for (let i = 0; i < 5000; i++) {
-      const { rows } = await client.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH x AS%'`);
+      const { rows } = await client.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) AND query LIKE 'WITH x AS%'`,
+        [blocker],
+      );
       if (rows[0].n > 0) return;
       await new Promise((r) => setImmediate(r));
     }

@@ -421,7 +421,8 @@ export class PgStore implements Store {
     // abandonPending and deletion requests do. The two steps run one after the other, so a
     // deadlock with those remains possible; the database then cancels one side: a group is
     // tried again item by item, and a purge or an abandon fails and is run again.
-    const jobs = [...items].sort((a, b) => a.id - b.id).map((c) => {
+    const sorted = [...items].sort((a, b) => a.id - b.id);
+    const jobs = sorted.map((c) => {
       const o = c.outcome;
       return {
         i: c.id,
@@ -434,7 +435,9 @@ export class PgStore implements Store {
         e: o.status === 'succeeded' ? null : storedText(o.lastError),
       };
     });
-    const attempts = items.flatMap((c) =>
+    // In id order too: the key-share locks the attempt log takes on deliveries of lost leases
+    // follow it, as a purge's deletes do.
+    const attempts = sorted.flatMap((c) =>
       c.attempts.map((a) => ({
         i: c.id,
         u: storedText(a.url),
@@ -612,6 +615,9 @@ export class PgStore implements Store {
 
   async executeRegulation(args: { id: string; notices: DeleteNotice[]; nowMs: number }): Promise<Regulation> {
     await this.inTransaction(async (client) => {
+      // Each statement must see what committed before it (see the attempts below), whatever
+      // the server's default isolation.
+      await client.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
       const { rows } = await client.query<RegulationRow>(`SELECT * FROM regulations WHERE id = $1 FOR UPDATE`, [args.id]);
       if (!rows[0] || rows[0].status !== 'pending') return;
       // Audience syncs lock their audience row: taking them all here makes a sync either finish
@@ -630,9 +636,11 @@ export class PgStore implements Store {
       const ids = found[0]?.ids ?? [];
       // The queue rows first, in the order the claim and the completion lock them.
       await client.query(`DELETE FROM delivery_queue WHERE delivery_id IN (SELECT delivery_id FROM delivery_queue WHERE delivery_id = ANY($1::bigint[]) ORDER BY delivery_id FOR UPDATE)`, [ids]);
-      // Deliveries before their attempts: a completion logging an attempt for one of them holds
-      // a key-share lock on it until it commits, so the attempts deleted after see its row.
-      const deliveriesDeleted = (await client.query(`DELETE FROM deliveries WHERE id = ANY($1::bigint[])`, [ids])).rowCount ?? 0;
+      // Deliveries before their attempts, locked in id order: a completion logging an attempt
+      // for one of them holds a key-share lock on it until it commits, so the attempts deleted
+      // after (by a statement of their own, which sees that commit) include its row.
+      const deliveriesDeleted =
+        (await client.query(`DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE)`, [ids])).rowCount ?? 0;
       await client.query(`DELETE FROM attempts WHERE delivery_id = ANY($1::bigint[])`, [ids]);
       const eventsDeleted = (await client.query(`DELETE FROM events WHERE user_id = ANY($1::text[]) ${scope}`, params)).rowCount ?? 0;
       if (args.notices.length > 0)
