@@ -563,26 +563,59 @@ describe('PostgreSQL store: a deletion request and the completions beside it', (
       await dropSchema(url, schema);
     }
   });
+
+  test('a purge that meets a completion logging an attempt for its delivery waits for it, and deletes that attempt too', async () => {
+    const url = await postgresUrl();
+    const schema = uniqueSchema();
+    const store = await PgStore.open({ connectionString: url, schema, poolSize: 2 });
+    const completion = new pg.Client({ connectionString: url });
+    await completion.connect();
+    try {
+      await store.ingest({ receivedAtMs: t0, events: [event('a', { userId: 'gone' })], rejections: [] });
+      const [lost] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 1000, limit: 1 });
+      await store.claim({ destinationId: 'd1', owner: 'x', nowMs: t0 + 2000, leaseMs: 60_000, limit: 1 });
+      // w's completion of the job whose lease it lost logs its attempt, and has not committed yet.
+      await completion.query(`SET search_path = ${schema}`);
+      await completion.query('BEGIN');
+      const jobs = [{ i: lost!.id, o: 'w', f: t0 + 2001, s: 'succeeded', n: null, c: t0 + 2001, r: null, e: null }];
+      const attempts = [{ i: lost!.id, u: 'http://r/hooks', s: t0 + 2001, l: 1, c: 200, e: null, m: null, r: 'echo of the user', t: 'scheduled' }];
+      assert.deepEqual((await completion.query(completeSql, [JSON.stringify(jobs), JSON.stringify(attempts)])).rows, [], 'not kept: x holds it');
+      const pid = (await completion.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
+      await store.createRegulation({ id: 'reg_after', userIds: ['gone'], sourceIds: null, nowMs: t0 + 2001 });
+      const purge = store.executeRegulation({ id: 'reg_after', notices: [], nowMs: t0 + 2002 });
+      await waitForLockWait(url, pid, 'DELETE FROM deliveries%');
+      await completion.query('COMMIT');
+      assert.equal((await purge).deliveriesDeleted, 1);
+      const { rows } = await completion.query('SELECT count(*)::int AS n FROM attempts');
+      assert.equal(rows[0].n, 0, 'the attempt committed while the purge waited is deleted with the rest');
+    } finally {
+      await completion.query('ROLLBACK').catch(() => {});
+      await completion.end();
+      await store.close();
+      await dropSchema(url, schema);
+    }
+  });
 });
 
 /**
- * Resolves once a completion statement waits for a lock held by backend `blocker` (bounded).
+ * Resolves once a statement (by default a completion) waits for a lock held by backend
+ * `blocker` (bounded).
  * Asked on a connection of its own: inside a transaction, pg_stat_activity keeps showing what
  * it showed first.
  */
-async function waitForLockWait(url: string, blocker: number): Promise<void> {
+async function waitForLockWait(url: string, blocker: number, statement = 'WITH x AS%'): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     for (let i = 0; i < 5000; i++) {
       const { rows } = await client.query(
-        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) AND query LIKE 'WITH x AS%'`,
-        [blocker],
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) AND query LIKE $2`,
+        [blocker, statement],
       );
       if (rows[0].n > 0) return;
       await new Promise((r) => setImmediate(r));
     }
-    throw new Error('no completion waited for the lock');
+    throw new Error(`no ${statement} waited for the lock`);
   } finally {
     await client.end();
   }
