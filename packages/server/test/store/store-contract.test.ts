@@ -8,7 +8,7 @@ import pg from 'pg';
 import { migrations } from '../../src/store/postgres/migrations/index.js';
 import { claimedSql, claimPlanner, claimSql, completeSql, completionPlanner, nextDueSql, PgStore } from '../../src/store/postgres/pg-store.js';
 import { claimAfterSql, SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import type { AttemptRecord, NewEvent, Store } from '../../src/store/store.js';
+import type { AttemptRecord, ClaimedDelivery, NewEvent, Store } from '../../src/store/store.js';
 import { dropSchema, openFreshPgStore, postgresUrl, stopPostgres, uniqueSchema } from '../helpers/postgres.js';
 
 /** One contract, every implementation: each test gets a fresh store (own file or own schema). */
@@ -528,17 +528,32 @@ function planNodes(plan: { 'Node Type': string; 'Index Name'?: string; 'Relation
 }
 
 describe('PostgreSQL store: a deletion request and the completions beside it', () => {
-  test('a completion whose statement began before a purge committed logs no attempt for the purged delivery', async () => {
+  /**
+   * A store in a fresh schema whose job of user `gone` was claimed by w, whose lease ran out,
+   * then by x; and a second connection, `other`, for the test to act on beside the store.
+   */
+  async function withLostLease(fn: (store: PgStore, other: pg.Client, lost: ClaimedDelivery, url: string, schema: string) => Promise<void>) {
     const url = await postgresUrl();
     const schema = uniqueSchema();
     const store = await PgStore.open({ connectionString: url, schema, poolSize: 2 });
-    const blocker = new pg.Client({ connectionString: url });
-    await blocker.connect();
+    const other = new pg.Client({ connectionString: url });
+    await other.connect();
     try {
-      // w's lease on the first job ran out and x took it; w holds the second.
       await store.ingest({ receivedAtMs: t0, events: [event('a', { userId: 'gone' })], rejections: [] });
       const [lost] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 1000, limit: 1 });
       assert.equal((await store.claim({ destinationId: 'd1', owner: 'x', nowMs: t0 + 2000, leaseMs: 60_000, limit: 1 }))[0]!.id, lost!.id);
+      await fn(store, other, lost!, url, schema);
+    } finally {
+      await other.query('ROLLBACK').catch(() => {});
+      await other.end();
+      await store.close();
+      await dropSchema(url, schema);
+    }
+  }
+
+  test('a completion whose statement began before a purge committed logs no attempt for the purged delivery', () =>
+    withLostLease(async (store, blocker, lost, url, schema) => {
+      // w also holds a second job.
       await store.ingest({ receivedAtMs: t0 + 2000, events: [event('b', { userId: 'kept', receivedAtMs: t0 + 2000 })], rejections: [] });
       const [held] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 2000, leaseMs: 60_000, limit: 1 });
       // The held job's queue row is locked elsewhere: w's completion statement takes its
@@ -547,7 +562,7 @@ describe('PostgreSQL store: a deletion request and the completions beside it', (
       await blocker.query(`BEGIN; SELECT 1 FROM ${schema}.delivery_queue WHERE delivery_id = ${held!.id} FOR UPDATE`);
       const outcome = (id: number) => ({ id, owner: 'w', nowMs: t0 + 2001, firstAttemptAtMs: t0 + 2001, outcome: { status: 'succeeded' as const },
         attempts: [{ url: 'http://r/hooks', startedAtMs: t0 + 2001, latencyMs: 1, statusCode: 200, errorClass: null, errorMessage: null, responseBody: 'echo of the user', trigger: 'scheduled' as const }] });
-      const completed = Promise.all([store.complete(outcome(lost!.id)), store.complete(outcome(held!.id))]);
+      const completed = Promise.all([store.complete(outcome(lost.id)), store.complete(outcome(held!.id))]);
       await waitForLockWait(url, blockerPid);
       // Meanwhile the user of the lost job is purged, and that commits.
       await store.createRegulation({ id: 'reg_race', userIds: ['gone'], sourceIds: null, nowMs: t0 + 2001 });
@@ -556,29 +571,15 @@ describe('PostgreSQL store: a deletion request and the completions beside it', (
       assert.deepEqual(await completed, [false, true], 'the lost lease counts for nothing; the held job is done');
       const { rows } = await blocker.query(`SELECT delivery_id::int AS id FROM ${schema}.attempts ORDER BY id`);
       assert.deepEqual(rows.map((r) => r.id), [held!.id], 'no attempt is left of the purged delivery; the other is logged');
-    } finally {
-      await blocker.query('ROLLBACK').catch(() => {});
-      await blocker.end();
-      await store.close();
-      await dropSchema(url, schema);
-    }
-  });
+    }));
 
-  test('a purge that meets a completion logging an attempt for its delivery waits for it, and deletes that attempt too', async () => {
-    const url = await postgresUrl();
-    const schema = uniqueSchema();
-    const store = await PgStore.open({ connectionString: url, schema, poolSize: 2 });
-    const completion = new pg.Client({ connectionString: url });
-    await completion.connect();
-    try {
-      await store.ingest({ receivedAtMs: t0, events: [event('a', { userId: 'gone' })], rejections: [] });
-      const [lost] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 1000, limit: 1 });
-      await store.claim({ destinationId: 'd1', owner: 'x', nowMs: t0 + 2000, leaseMs: 60_000, limit: 1 });
+  test('a purge that meets a completion logging an attempt for its delivery waits for it, and deletes that attempt too', () =>
+    withLostLease(async (store, completion, lost, url, schema) => {
       // w's completion of the job whose lease it lost logs its attempt, and has not committed yet.
       await completion.query(`SET search_path = ${schema}`);
       await completion.query('BEGIN');
-      const jobs = [{ i: lost!.id, o: 'w', f: t0 + 2001, s: 'succeeded', n: null, c: t0 + 2001, r: null, e: null }];
-      const attempts = [{ i: lost!.id, u: 'http://r/hooks', s: t0 + 2001, l: 1, c: 200, e: null, m: null, r: 'echo of the user', t: 'scheduled' }];
+      const jobs = [{ i: lost.id, o: 'w', f: t0 + 2001, s: 'succeeded', n: null, c: t0 + 2001, r: null, e: null }];
+      const attempts = [{ i: lost.id, u: 'http://r/hooks', s: t0 + 2001, l: 1, c: 200, e: null, m: null, r: 'echo of the user', t: 'scheduled' }];
       assert.deepEqual((await completion.query(completeSql, [JSON.stringify(jobs), JSON.stringify(attempts)])).rows, [], 'not kept: x holds it');
       const pid = (await completion.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
       await store.createRegulation({ id: 'reg_after', userIds: ['gone'], sourceIds: null, nowMs: t0 + 2001 });
@@ -588,13 +589,7 @@ describe('PostgreSQL store: a deletion request and the completions beside it', (
       assert.equal((await purge).deliveriesDeleted, 1);
       const { rows } = await completion.query('SELECT count(*)::int AS n FROM attempts');
       assert.equal(rows[0].n, 0, 'the attempt committed while the purge waited is deleted with the rest');
-    } finally {
-      await completion.query('ROLLBACK').catch(() => {});
-      await completion.end();
-      await store.close();
-      await dropSchema(url, schema);
-    }
-  });
+    }));
 });
 
 /**
