@@ -98,16 +98,23 @@ async function queryData<T>(dataDir: string, sqls: string[]): Promise<T[][]> {
   }
 }
 
-/** Delivery and attempt counts of a stopped server's database, per destination. */
+/**
+ * Delivery and attempt counts of a stopped server's database, per destination. On PostgreSQL
+ * a delivery's first attempt is kept in its own row (`first_attempt_log`, one entry per URL)
+ * and later ones in `attempts`; both count.
+ */
 export async function deliveryCounts(dataDir: string): Promise<{ byDestination: Record<string, Record<string, number>>; attempts: Record<string, number> }> {
-  const [statuses, attemptRows] = await queryData<{ d: string; s: string; n: number }>(dataDir, [
+  const [statuses, ...attemptRows] = await queryData<{ d: string; s: string; n: number }>(dataDir, [
     `SELECT destination_id AS d, status AS s, COUNT(*) AS n FROM deliveries GROUP BY 1, 2`,
     `SELECT d.destination_id AS d, COUNT(*) AS n FROM attempts a JOIN deliveries d ON d.id = a.delivery_id GROUP BY 1`,
+    ...(usePostgres
+      ? [`SELECT destination_id AS d, SUM(json_array_length(first_attempt_log::json)) AS n FROM deliveries WHERE first_attempt_log IS NOT NULL GROUP BY 1`]
+      : []),
   ]);
   const byDestination: Record<string, Record<string, number>> = {};
   for (const r of statuses!) (byDestination[r.d] ??= {})[r.s] = r.n;
   const attempts: Record<string, number> = {};
-  for (const r of attemptRows!) attempts[r.d] = r.n;
+  for (const r of attemptRows.flat()) attempts[r.d] = (attempts[r.d] ?? 0) + Number(r.n);
   return { byDestination, attempts };
 }
 

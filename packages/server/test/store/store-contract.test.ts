@@ -6,6 +6,7 @@ import { after, describe, test } from 'node:test';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { migrations } from '../../src/store/postgres/migrations/index.js';
+import { toLogEntry } from '../../src/store/postgres/attempt-log.js';
 import { claimedSql, claimPlanner, claimSql, completeSql, completionPlanner, nextDueSql, PgStore } from '../../src/store/postgres/pg-store.js';
 import { claimAfterSql, SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { AttemptRecord, ClaimedDelivery, NewEvent, Store } from '../../src/store/store.js';
@@ -277,10 +278,9 @@ for (const backend of backends) {
         const jobs = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 10 });
         assert.equal(jobs.length, 3);
         const ok = attempt({ statusCode: 200, errorClass: null, errorMessage: null, responseBody: 'ok' });
-        // A status code beyond PostgreSQL's integer column: it refuses this one attempt row (SQLite keeps it).
-        const refused = attempt({ statusCode: 2 ** 31, errorClass: null, errorMessage: null, responseBody: 'ok' });
+        // A time beyond PostgreSQL's bigint column: it refuses this one completion (SQLite keeps it).
         const outcomes = await Promise.allSettled(
-          jobs.map((j, i) => store.complete({ id: j.id, owner: 'w', nowMs: t0 + 1, firstAttemptAtMs: t0, attempts: [i === 1 ? refused : ok], outcome: { status: 'succeeded' } })),
+          jobs.map((j, i) => store.complete({ id: j.id, owner: 'w', nowMs: t0 + 1, firstAttemptAtMs: i === 1 ? 1e20 : t0, attempts: [ok], outcome: { status: 'succeeded' } })),
         );
         assert.deepEqual(outcomes[0], { status: 'fulfilled', value: true });
         assert.deepEqual(outcomes[2], { status: 'fulfilled', value: true });
@@ -370,6 +370,39 @@ for (const backend of backends) {
         const ok = attempt({ statusCode: 200, errorClass: null, errorMessage: null });
         assert.equal(await store.complete({ id: held!.id, owner: 'w', createdAtMs: held!.createdAtMs, nowMs: t0 + 4, firstAttemptAtMs: t0, attempts: [ok], outcome: { status: 'succeeded' } }), false);
         assert.equal((await store.getDelivery(held!.id))!.delivery.status, 'pending');
+      }));
+
+    test('S16 a delivery\'s attempts read back in the order they were made: a late one of a lost lease, the first kept, a retry', () =>
+      withStore(async (store) => {
+        await store.ingest({ receivedAtMs: t0, events: [event('a')], rejections: [] });
+        const [lost] = await store.claim({ destinationId: 'd1', owner: 'w1', nowMs: t0, leaseMs: 1000, limit: 1 });
+        const [job] = await store.claim({ destinationId: 'd1', owner: 'w2', nowMs: t0 + 1000, leaseMs: 60_000, limit: 1 });
+        const at = (url: string, startedAtMs: number, statusCode: number) => attempt({ url, startedAtMs, statusCode });
+        // w1's attempt began before its lease ran out, and is recorded after w2 took the job.
+        assert.equal(await store.complete({ id: lost!.id, owner: 'w1', nowMs: t0 + 1001, firstAttemptAtMs: t0 + 10, attempts: [at('https://w1', t0 + 10, 503)], outcome: { status: 'pending', nextAttemptAtMs: t0 + 3000, lastError: 'HTTP 503' } }), false);
+        const retry = { status: 'pending' as const, nextAttemptAtMs: t0 + 3000, lastError: 'HTTP 503' };
+        const timedOut = attempt({ url: 'https://w2-b', startedAtMs: t0 + 1001, latencyMs: 5000, statusCode: null, errorClass: 'timeout', errorMessage: 'no response head within 5000 ms', responseBody: null });
+        assert.equal(await store.complete({ id: job!.id, owner: 'w2', nowMs: t0 + 1002, firstAttemptAtMs: t0 + 1001, attempts: [at('https://w2', t0 + 1001, 503), timedOut], outcome: retry }), true);
+        const [again] = await store.claim({ destinationId: 'd1', owner: 'w2', nowMs: t0 + 3000, leaseMs: 60_000, limit: 1 });
+        assert.equal(await store.complete({ id: again!.id, owner: 'w2', nowMs: t0 + 3001, firstAttemptAtMs: t0 + 1001, attempts: [at('https://w2', t0 + 3000, 200)], outcome: { status: 'succeeded' } }), true);
+        const detail = (await store.getDelivery(job!.id))!;
+        assert.equal(detail.delivery.attemptCount, 2);
+        assert.deepEqual(
+          detail.attempts.map((x) => [x.url, x.startedAt, x.statusCode]),
+          [
+            ['https://w1', new Date(t0 + 10).toISOString(), 503],
+            ['https://w2', new Date(t0 + 1001).toISOString(), 503],
+            ['https://w2-b', new Date(t0 + 1001).toISOString(), null],
+            ['https://w2', new Date(t0 + 3000).toISOString(), 200],
+          ],
+        );
+        // Every field, the nulls too, whichever way each was kept.
+        assert.deepEqual(detail.attempts[1], {
+          url: 'https://w2', startedAt: new Date(t0 + 1001).toISOString(), latencyMs: 12, statusCode: 503, errorClass: 'http', errorMessage: 'HTTP 503', responseBody: 'busy', trigger: 'scheduled',
+        });
+        assert.deepEqual(detail.attempts[2], {
+          url: 'https://w2-b', startedAt: new Date(t0 + 1001).toISOString(), latencyMs: 5000, statusCode: null, errorClass: 'timeout', errorMessage: 'no response head within 5000 ms', responseBody: null, trigger: 'scheduled',
+        });
       }));
   });
 }
@@ -570,7 +603,8 @@ describe('PostgreSQL store: a deletion request and the completions beside it', (
       await blocker.query('COMMIT');
       assert.deepEqual(await completed, [false, true], 'the lost lease counts for nothing; the held job is done');
       const { rows } = await blocker.query(`SELECT delivery_id::int AS id FROM ${schema}.attempts ORDER BY id`);
-      assert.deepEqual(rows.map((r) => r.id), [held!.id], 'no attempt is left of the purged delivery; the other is logged');
+      assert.deepEqual(rows, [], 'no attempt is left of the purged delivery');
+      assert.deepEqual((await store.getDelivery(held!.id))!.attempts.map((a) => a.responseBody), ['echo of the user'], 'the other is logged, in its row');
     }));
 
   test('a purge that meets a completion logging an attempt for its delivery waits for it, and deletes that attempt too', () =>
@@ -578,9 +612,9 @@ describe('PostgreSQL store: a deletion request and the completions beside it', (
       // w's completion of the job whose lease it lost logs its attempt, and has not committed yet.
       await completion.query(`SET search_path = ${schema}`);
       await completion.query('BEGIN');
-      const jobs = [{ i: lost.id, o: 'w', f: t0 + 2001, s: 'succeeded', n: null, c: t0 + 2001, r: null, e: null }];
-      const attempts = [{ i: lost.id, u: 'http://r/hooks', s: t0 + 2001, l: 1, c: 200, e: null, m: null, r: 'echo of the user', t: 'scheduled' }];
-      assert.deepEqual((await completion.query(completeSql, [JSON.stringify(jobs), JSON.stringify(attempts)])).rows, [], 'not kept: x holds it');
+      const a = [{ u: 'http://r/hooks', s: t0 + 2001, l: 1, c: 200, r: 'echo of the user', t: 'scheduled' }];
+      const jobs = [{ i: lost.id, o: 'w', f: t0 + 2001, s: 'succeeded', n: null, c: t0 + 2001, r: null, e: null, a }];
+      assert.deepEqual((await completion.query(completeSql, [JSON.stringify(jobs)])).rows, [{ id: String(lost.id) }], 'not kept: x holds it');
       const pid = (await completion.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
       await store.createRegulation({ id: 'reg_after', userIds: ['gone'], sourceIds: null, nowMs: t0 + 2001 });
       const purge = store.executeRegulation({ id: 'reg_after', notices: [], nowMs: t0 + 2002 });
@@ -590,6 +624,67 @@ describe('PostgreSQL store: a deletion request and the completions beside it', (
       const { rows } = await completion.query('SELECT count(*)::int AS n FROM attempts');
       assert.equal(rows[0].n, 0, 'the attempt committed while the purge waited is deleted with the rest');
     }));
+});
+
+describe('PostgreSQL store: the first attempt kept in the delivery row', () => {
+  async function withPgStore(fn: (store: PgStore, client: pg.Client) => Promise<void>) {
+    const url = await postgresUrl();
+    const schema = uniqueSchema();
+    const store = await PgStore.open({ connectionString: url, schema, poolSize: 1 });
+    const client = new pg.Client({ connectionString: url, options: completionPlanner });
+    await client.connect();
+    try {
+      await client.query(`SET search_path = ${schema}`);
+      await fn(store, client);
+    } finally {
+      await client.end();
+      await store.close();
+      await dropSchema(url, schema);
+    }
+  }
+
+  test('a delivery done at its first attempt adds no attempt row; a lost lease and later attempts add theirs', () =>
+    withPgStore(async (store, client) => {
+      await store.ingest({ receivedAtMs: t0, events: [event('a'), event('b')], rejections: [] });
+      const [a, b] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 1000, limit: 2 });
+      const ok = attempt({ statusCode: 200, errorClass: null, errorMessage: null, responseBody: null });
+      assert.equal(await store.complete({ id: a!.id, owner: 'w', nowMs: t0 + 1, firstAttemptAtMs: t0, attempts: [ok, attempt()], outcome: { status: 'succeeded' } }), true);
+      const [taken] = await store.claim({ destinationId: 'd1', owner: 'x', nowMs: t0 + 1000, leaseMs: 60_000, limit: 1 });
+      assert.equal(taken!.id, b!.id);
+      assert.equal(await store.complete({ id: b!.id, owner: 'w', nowMs: t0 + 1001, firstAttemptAtMs: t0, attempts: [attempt()], outcome: { status: 'pending', nextAttemptAtMs: t0 + 3000, lastError: 'HTTP 503' } }), false);
+      assert.equal(await store.complete({ id: b!.id, owner: 'x', nowMs: t0 + 1002, firstAttemptAtMs: t0 + 1001, attempts: [attempt({ startedAtMs: t0 + 1001 })], outcome: { status: 'pending', nextAttemptAtMs: t0 + 3000, lastError: 'HTTP 503' } }), true);
+      const [again] = await store.claim({ destinationId: 'd1', owner: 'x', nowMs: t0 + 3000, leaseMs: 60_000, limit: 1 });
+      assert.equal(await store.complete({ id: again!.id, owner: 'x', nowMs: t0 + 3001, firstAttemptAtMs: t0 + 1001, attempts: [{ ...ok, startedAtMs: t0 + 3000 }], outcome: { status: 'succeeded' } }), true);
+      const { rows } = await client.query(
+        `SELECT d.id::int AS id, json_array_length(d.first_attempt_log::json) AS inline, (SELECT count(*)::int FROM attempts WHERE delivery_id = d.id) AS logged
+         FROM deliveries d ORDER BY d.id`,
+      );
+      assert.deepEqual(rows, [
+        { id: a!.id, inline: 2, logged: 0 },
+        { id: b!.id, inline: 1, logged: 2 },
+      ]);
+      assert.deepEqual((await store.getDelivery(b!.id))!.attempts.map((x) => x.startedAt), [t0, t0 + 1001, t0 + 3000].map((t) => new Date(t).toISOString()));
+    }));
+
+  for (const bodyBytes of [200, 350, 500])
+    test(`with bodies of ${bodyBytes} bytes, the outcomes of every row of a page, recorded in one statement, are HOT updates`, () =>
+      withPgStore(async (store, client) => {
+        const body = (i: number) => JSON.stringify({ n: i, pad: 'x'.repeat(bodyBytes) }).slice(0, bodyBytes - 2) + '"}';
+        await store.enqueue(Array.from({ length: 60 }, (_, i) => ({ destinationId: 'd1', kind: 'event' as const, body: body(i), messageId: `message-${i}`, userId: `user-${i}`, sourceId: 'app' })), t0);
+        const claimed = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 60 });
+        assert.equal(claimed.length, 60);
+        // What the worker records for a success at a URL of ordinary length.
+        const a = [toLogEntry({ url: 'https://hooks.example.com/ferry/events', startedAtMs: t0, latencyMs: 35, statusCode: 200, errorClass: null, errorMessage: null, responseBody: '{"ok":true}', trigger: 'scheduled' })];
+        const jobs = claimed.map((j) => ({ i: j.id, o: 'w', f: t0, s: 'succeeded', n: null, c: t0 + 40, r: null, e: null, a }));
+        await client.query('BEGIN');
+        assert.deepEqual((await client.query(completeSql, [JSON.stringify(jobs)])).rows, []);
+        const counts = await client.query<{ updated: string; hot: string }>(
+          `SELECT pg_stat_get_xact_tuples_updated('deliveries'::regclass) AS updated, pg_stat_get_xact_tuples_hot_updated('deliveries'::regclass) AS hot`,
+        );
+        assert.deepEqual(counts.rows[0], { updated: '60', hot: '60' });
+        assert.deepEqual((await client.query('SELECT count(*)::int AS n FROM attempts')).rows, [{ n: 0 }]);
+        await client.query('COMMIT');
+      }));
 });
 
 /**
@@ -739,10 +834,10 @@ describe('PostgreSQL store: plans that touch only the jobs at hand', () => {
     test(`a completion finds each job by primary key, whatever the statistics (${statistics})`, () =>
       withBacklog(statistics, async (store, explain) => {
         const claimed = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 3 });
-        const jobs = claimed.map((j) => ({ i: j.id, o: 'w', f: t0, s: 'succeeded', n: null, c: t0 + 1, r: null, e: null }));
-        const attempts = claimed.map((j) => ({ i: j.id, u: 'https://example.com/hook', s: t0, l: 1, c: 200, e: null, m: null, r: 'ok', t: 'scheduled' }));
+        const a = [{ u: 'https://example.com/hook', s: t0, l: 1, c: 200, r: 'ok', t: 'scheduled' }];
+        const jobs = claimed.map((j) => ({ i: j.id, o: 'w', f: t0, s: 'succeeded', n: null, c: t0 + 1, r: null, e: null, a }));
         // As the completion pool may plan it: once, for any values (a named statement).
-        const nodes = await explain(completeSql, `'${JSON.stringify(jobs)}', '${JSON.stringify(attempts)}'`, `-c plan_cache_mode=force_generic_plan ${completionPlanner}`);
+        const nodes = await explain(completeSql, `'${JSON.stringify(jobs)}'`, `-c plan_cache_mode=force_generic_plan ${completionPlanner}`);
         assert.ok(findsById(nodes) && nodes.includes('Index Scan on delivery_queue_pkey'), nodes.join(', '));
         assert.ok(!readsTheBacklog(nodes) && !nodes.some((n) => n.endsWith('on delivery_queue_due')), nodes.join(', '));
       }));
@@ -755,15 +850,15 @@ describe('PostgreSQL store: plans that touch only the jobs at hand', () => {
         { s: 'pending', n: t0 + 5000, c: null, r: null, e: 'HTTP 503' },
         { s: 'succeeded', n: null, c: t0 + 1, r: null, e: null },
       ];
-      const jobs = claimed.map((j, k) => ({ i: j.id, o: 'w', f: t0, ...outcomes[k]! }));
-      const attempts = claimed.map((j) => ({ i: j.id, u: 'https://example.com/hook', s: t0, l: 1, c: 200, e: null, m: null, r: 'ok', t: 'scheduled' }));
+      const a = [{ u: 'https://example.com/hook', s: t0, l: 1, c: 200, r: 'ok', t: 'scheduled' }];
+      const jobs = claimed.map((j, k) => ({ i: j.id, o: 'w', f: t0, ...outcomes[k]!, a }));
       const client = new pg.Client({ connectionString: await postgresUrl(), options: completionPlanner });
       await client.connect();
       try {
         await client.query(`SET search_path = ${schema}`);
         await client.query('BEGIN');
-        const { rows } = await client.query(completeSql, [JSON.stringify(jobs), JSON.stringify(attempts)]);
-        assert.equal(rows.length, 3);
+        const { rows } = await client.query(completeSql, [JSON.stringify(jobs)]);
+        assert.deepEqual(rows, [], 'every job kept');
         // This transaction's own counts, so nothing else on the server can blur them.
         const counts = await client.query<{ updated: string; hot: string }>(
           `SELECT pg_stat_get_xact_tuples_updated('deliveries'::regclass) AS updated, pg_stat_get_xact_tuples_hot_updated('deliveries'::regclass) AS hot`,

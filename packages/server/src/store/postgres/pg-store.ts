@@ -2,7 +2,6 @@ import pg from 'pg';
 import type { DestinationConfig, SourceConfig } from '../../config/model.js';
 import {
   keptRejections,
-  toAttemptView,
   claimColumns,
   toClaimed,
   toDeliveryView,
@@ -31,6 +30,7 @@ import type {
   StoreStats,
 } from '../store.js';
 import { Batcher, ItemFailure } from '../../util/batcher.js';
+import { attemptLog, toLogEntry } from './attempt-log.js';
 import { migrations } from './migrations/index.js';
 
 /** Options of the PostgreSQL store. */
@@ -62,22 +62,29 @@ export const nextDueSql = `SELECT MIN(first.due) AS due FROM unnest($1::text[]) 
   ) AS first`;
 
 /**
- * Records the outcomes of many jobs in one statement: $1 the jobs, $2 their attempts, each a
- * JSON array (JSON.stringify is native; pg builds and escapes array literals element by
- * element in JavaScript, on the thread that also sends the webhooks). A job counts only if
- * its queue row is still leased to the owner named: a job done leaves the queue, a job to be
- * retried stays in it, due again and unleased. Only then is the delivery row written (from
- * the rows those two return: joining them back to $1 was a loop over every pair), and
- * since no index of `deliveries` holds a column that changes here, that is a HOT update (see
- * migration 4). A job whose lease was lost still logs its attempts, if its delivery exists:
- * checked under a key-share lock, since this statement's snapshot may predate a deletion
- * request that purged it meanwhile; the lock waits for that purge and then finds no row, and
- * a purge that comes later deletes its attempts after its deliveries, so after this commits.
- * (Not for the jobs updated here: a lock skips the rows its own statement changed.) Runs on
- * connections with {@link completionPlanner}. Exported for the test of its plan.
+ * Records the outcomes of many jobs in one statement: $1 the jobs, a JSON array (JSON.stringify
+ * is native; pg builds and escapes array literals element by element in JavaScript, on the
+ * thread that also sends the webhooks), each with its attempt log (`a`, one entry per URL). A
+ * job counts only if its queue row is still leased to the owner named: a job done leaves the
+ * queue, a job to be retried stays in it, due again and unleased. Only then is the delivery
+ * row written (from the rows those two return: joining them back to $1 was a loop over every
+ * pair), and since no index of `deliveries` holds a column that changes here, that is a HOT
+ * update (see migration 4).
+ *
+ * The first attempt a delivery records is kept in that row (`first_attempt_log`, the JSON of
+ * `a` as sent), so the common delivery, done at its first attempt, adds no row to `attempts`
+ * (migration 5). Whether the row already held one is read from the row as this statement
+ * found it: only the lease holder writes a pending delivery's row, and it holds the lease.
+ * Later attempts go to `attempts`. So does the log of a job whose lease was lost, if its
+ * delivery exists: checked under a key-share lock, since this statement's snapshot may
+ * predate a deletion request that purged it meanwhile; the lock waits for that purge and
+ * then finds no row, and a purge that comes later deletes its attempts after its deliveries,
+ * so after this commits. It answers with the jobs not kept, so that the usual answer is no
+ * row at all. Runs on connections with {@link completionPlanner}. Exported for the test of
+ * its plan.
  */
 export const completeSql = `WITH x AS (
-    SELECT * FROM json_to_recordset($1::json) AS x(i bigint, o text, f bigint, s text, n bigint, c bigint, r text, e text)
+    SELECT * FROM json_to_recordset($1::json) AS x(i bigint, o text, f bigint, s text, n bigint, c bigint, r text, e text, a json)
   ), kept AS (
     DELETE FROM delivery_queue q USING x WHERE q.delivery_id = x.i AND q.lease_owner = x.o AND x.s <> 'pending'
     RETURNING x.*
@@ -88,18 +95,20 @@ export const completeSql = `WITH x AS (
   ), updated AS (
     UPDATE deliveries d SET status = k.s, attempt_count = d.attempt_count + 1, first_attempt_at = k.f,
       next_attempt_at = COALESCE(k.n, d.next_attempt_at), completed_at = k.c, dead_reason = k.r,
-      last_error = k.e, trigger = 'scheduled'
-    FROM (SELECT * FROM kept UNION ALL SELECT * FROM retried) AS k WHERE d.id = k.i
-    RETURNING d.id
+      last_error = k.e, trigger = 'scheduled', first_attempt_log = COALESCE(d.first_attempt_log, k.a::text)
+    FROM (SELECT * FROM kept UNION ALL SELECT * FROM retried) AS k JOIN deliveries found ON found.id = k.i
+    WHERE d.id = k.i
+    RETURNING d.id, found.first_attempt_log IS NULL AS inline
   ), logged AS (
     INSERT INTO attempts (delivery_id, url, started_at, latency_ms, status_code, error_class, error_message, response_body, trigger)
-    SELECT a.i, a.u, a.s, a.l, a.c, a.e, a.m, a.r, a.t
-    FROM ROWS FROM (json_to_recordset($2::json) AS (i bigint, u text, s bigint, l int, c int, e text, m text, r text, t text))
-      WITH ORDINALITY AS a(i, u, s, l, c, e, m, r, t, n)
-    WHERE a.i IN (SELECT id FROM updated) OR EXISTS (SELECT 1 FROM deliveries WHERE id = a.i FOR KEY SHARE)
-    ORDER BY a.n
+    SELECT x.i, a.u, a.s, a.l, a.c, a.e, a.m, a.r, a.t
+    FROM x CROSS JOIN LATERAL ROWS FROM (json_to_recordset(x.a) AS (u text, s bigint, l int, c int, e text, m text, r text, t text))
+      WITH ORDINALITY AS a(u, s, l, c, e, m, r, t, n)
+    WHERE x.i IN (SELECT id FROM updated WHERE NOT inline)
+      OR (x.i NOT IN (SELECT id FROM updated) AND EXISTS (SELECT 1 FROM deliveries WHERE id = x.i FOR KEY SHARE))
+    ORDER BY x.i, a.n
   )
-  SELECT id FROM updated`;
+  SELECT x.i AS id FROM x WHERE x.i NOT IN (SELECT id FROM updated)`;
 
 /**
  * Planner settings of the connections that run {@link completeSql}, and nothing else. Each job
@@ -135,16 +144,20 @@ const completionIntervalMs = 10;
  * the whole table). The delivery rows are read afterwards by {@link claimedSql}, in a
  * statement of their own: in this one they would be read as of its start, and a queue row
  * it leases may have been rescheduled by a completion that committed after that, which
- * would hand the worker the delivery as it was before that attempt. Exported for the test
- * of its plan.
+ * would hand the worker the delivery as it was before that attempt. It answers with one row,
+ * the ids leased as an array literal (NULL for none), which goes back to the server as it
+ * came: a row per job to parse, and an array to build from them, cost this process more
+ * than the rest of the claim. Exported for the test of its plan.
  */
-export const claimSql = `UPDATE delivery_queue SET lease_owner = $1, next_attempt_at = $2
-  WHERE delivery_id = ANY(ARRAY(
-    SELECT delivery_id FROM delivery_queue
-    WHERE destination_id = $3 AND next_attempt_at <= $4
-    ORDER BY next_attempt_at, delivery_id LIMIT $5
-    FOR UPDATE SKIP LOCKED))
-  RETURNING delivery_id`;
+export const claimSql = `WITH leased AS (
+    UPDATE delivery_queue SET lease_owner = $1, next_attempt_at = $2
+    WHERE delivery_id = ANY(ARRAY(
+      SELECT delivery_id FROM delivery_queue
+      WHERE destination_id = $3 AND next_attempt_at <= $4
+      ORDER BY next_attempt_at, delivery_id LIMIT $5
+      FOR UPDATE SKIP LOCKED))
+    RETURNING delivery_id)
+  SELECT array_agg(delivery_id)::text AS ids FROM leased`;
 
 /** The deliveries a claim leased ($1 their ids), by primary key. Exported for the test of its plan. */
 export const claimedSql = `SELECT ${claimColumns} FROM deliveries WHERE id = ANY($1::bigint[]) ORDER BY id`;
@@ -374,7 +387,7 @@ export class PgStore implements Store {
   }
 
   async claim(args: { destinationId: string; owner: string; nowMs: number; leaseMs: number; limit: number }): Promise<ClaimedDelivery[]> {
-    const leased = await this.claimPool.query<{ delivery_id: number }>({
+    const leased = await this.claimPool.query<{ ids: string | null }>({
       // Named: parsed once per connection, and after a few runs planned once: its plan (the due
       // index in order, then the jobs taken by id) suits every destination and backlog, and
       // planning it each time took a third as long as running it (0.6 ms against 1.8 for 55 jobs).
@@ -382,12 +395,13 @@ export class PgStore implements Store {
       text: claimSql,
       values: [args.owner, args.nowMs + args.leaseMs, args.destinationId, args.nowMs, args.limit],
     });
-    if (leased.rows.length === 0) return [];
+    const ids = leased.rows[0]?.ids;
+    if (!ids) return [];
     // A delivery purged by a deletion request since (its queue row went with it) is simply absent.
     const { rows } = await this.claimPool.query<ClaimTuple & unknown[]>({
       name: 'ferry-claimed',
       text: claimedSql,
-      values: [leased.rows.map((r) => r.delivery_id)],
+      values: [ids],
       rowMode: 'array',
     });
     return rows.map(toClaimed);
@@ -418,7 +432,8 @@ export class PgStore implements Store {
 
   private async completeTogether(items: Completion[]): Promise<boolean[]> {
     // In id order, so that its deletes and its updates each lock queue rows in the order
-    // abandonPending and deletion requests do. The two steps run one after the other, so a
+    // abandonPending and deletion requests do, and the attempt log's key-share locks on
+    // deliveries follow it as a purge's deletes do. The two steps run one after the other, so a
     // deadlock with those remains possible; the database then cancels one side: a group is
     // tried again item by item, and a purge or an abandon fails and is run again.
     const sorted = [...items].sort((a, b) => a.id - b.id);
@@ -433,32 +448,19 @@ export class PgStore implements Store {
         c: o.status === 'pending' ? null : c.nowMs,
         r: o.status === 'dead' ? o.reason : null,
         e: o.status === 'succeeded' ? null : storedText(o.lastError),
+        a: c.attempts.map(toLogEntry),
       };
     });
-    // In id order too: the key-share locks the attempt log takes on deliveries of lost leases
-    // follow it, as a purge's deletes do.
-    const attempts = sorted.flatMap((c) =>
-      c.attempts.map((a) => ({
-        i: c.id,
-        u: storedText(a.url),
-        s: a.startedAtMs,
-        l: a.latencyMs,
-        c: a.statusCode,
-        e: a.errorClass,
-        m: storedText(a.errorMessage),
-        r: storedText(a.responseBody),
-        t: a.trigger,
-      })),
-    );
     const { rows } = await this.completionPool.query<{ id: number }>({
       // Named: planned once after a few runs, since planning it took longer than running it for a
       // small group; its plan (a primary-key lookup per item) does not depend on the values.
       name: 'ferry-complete',
       text: completeSql,
-      values: [JSON.stringify(jobs), JSON.stringify(attempts)],
+      values: [JSON.stringify(jobs)],
     });
-    const kept = new Set(rows.map((r) => r.id));
-    return items.map((c) => kept.has(c.id));
+    if (rows.length === 0) return items.map(() => true);
+    const lost = new Set(rows.map((r) => r.id));
+    return items.map((c) => !lost.has(c.id));
   }
 
   async releaseLeases(owner: string, nowMs: number, leases?: readonly HeldLease[]): Promise<number> {
@@ -526,14 +528,14 @@ export class PgStore implements Store {
   }
 
   async getDelivery(id: number): Promise<{ delivery: DeliveryView; body: string; attempts: AttemptView[] } | null> {
-    const { rows } = await this.pool.query<DeliveryRow & { body: string }>(
-      `SELECT ${deliveryColumns}, d.body FROM deliveries d LEFT JOIN delivery_queue q ON q.delivery_id = d.id WHERE d.id = $1`,
+    const { rows } = await this.pool.query<DeliveryRow & { body: string; first_attempt_log: string | null }>(
+      `SELECT ${deliveryColumns}, d.body, d.first_attempt_log FROM deliveries d LEFT JOIN delivery_queue q ON q.delivery_id = d.id WHERE d.id = $1`,
       [id],
     );
     const row = rows[0];
     if (!row) return null;
     const attempts = await this.pool.query<AttemptRow>(`SELECT * FROM attempts WHERE delivery_id = $1 ORDER BY id`, [id]);
-    return { delivery: toDeliveryView(row), body: row.body, attempts: attempts.rows.map(toAttemptView) };
+    return { delivery: toDeliveryView(row), body: row.body, attempts: attemptLog(row.first_attempt_log, attempts.rows) };
   }
 
   async replay(filter: ReplayFilter, nowMs: number): Promise<number> {

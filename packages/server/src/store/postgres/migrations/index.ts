@@ -2,6 +2,7 @@ import * as init from './001-init.js';
 import * as audiences from './002-audiences.js';
 import * as claimOrder from './003-claim-order.js';
 import * as deliveryQueue from './004-delivery-queue.js';
+import * as firstAttemptLog from './005-first-attempt-log.js';
 
 /** Numbered PostgreSQL migrations, applied in order under an advisory lock; `ferry_migrations` records them. */
 export const migrations: { version: number; sql: string }[] = [
@@ -9,4 +10,5 @@ export const migrations: { version: number; sql: string }[] = [
   { version: 2, sql: audiences.sql },
   { version: 3, sql: claimOrder.sql },
   { version: 4, sql: deliveryQueue.sql },
+  { version: 5, sql: firstAttemptLog.sql },
 ];
