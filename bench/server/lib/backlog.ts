@@ -78,6 +78,16 @@ export async function waitForArrivals(receiver: Child, n: number, timeoutMs: num
 export const stretchRates = (s: { firstAt: number; marks?: number[] }): number[] =>
   (s.marks ?? []).map((t, i, all) => Math.round(10_000_000 / Math.max(1, t - (i > 0 ? all[i - 1]! : s.firstAt))));
 
+/**
+ * Rate of arrivals from the 10,000th (the receiver's first mark) to the last: the sender warmed
+ * up (its code optimised, its connections open), where {@link arrivalRate} counts the start too.
+ * Undefined for a run of fewer arrivals.
+ */
+export const steadyRate = (s: { count: number; lastAt: number; marks?: number[] }): number | undefined => {
+  const from = s.marks?.[0];
+  return from !== undefined && s.count > 10_000 && s.lastAt > from ? ((s.count - 10_000) / (s.lastAt - from)) * 1000 : undefined;
+};
+
 /** Rate of arrivals between the first and the last one. */
 export const arrivalRate = (s: { count: number; firstAt: number; lastAt: number }): number =>
   s.count > 1 && s.lastAt > s.firstAt ? ((s.count - 1) / (s.lastAt - s.firstAt)) * 1000 : 0;

@@ -92,7 +92,10 @@ export function printTable(title: string, header: string[], rows: (string | numb
 export function writeResults(name: string, data: unknown): string {
   mkdirSync(resultsDir, { recursive: true });
   const path = join(resultsDir, `${name}.json`);
-  writeFileSync(path, JSON.stringify({ benchmark: name, at: new Date().toISOString(), node: process.version, store: storeKind, ...(postgresVersion ? { postgres: postgresVersion } : {}), ...(data as object) }, null, 2) + '\n');
+  // A run measured with the server's settings or flags changed says so in its results.
+  const overrides = Object.fromEntries(['BENCH_DELIVERY_SETTINGS', 'BENCH_SERVER_FLAGS'].filter((k) => process.env[k]).map((k) => [k, process.env[k]]));
+  const meta = { benchmark: name, at: new Date().toISOString(), node: process.version, store: storeKind, ...(postgresVersion ? { postgres: postgresVersion } : {}) };
+  writeFileSync(path, JSON.stringify({ ...meta, ...(Object.keys(overrides).length > 0 ? { overrides } : {}), ...(data as object) }, null, 2) + '\n');
   return path;
 }
 
@@ -240,6 +243,11 @@ export interface DestinationSpec {
   url: string;
 }
 
+/**
+ * Writes the configuration file of the server under test. `BENCH_DELIVERY_SETTINGS` (a JSON
+ * object, e.g. `{"claimBatchSize":200}`) is laid over the `delivery` settings given, to
+ * measure a setting without editing the benchmark; it changes Ferry only, never a reference.
+ */
 export function writeConfig(dir: string, destinations: DestinationSpec[], delivery: Record<string, unknown> = {}): string {
   const config = {
     sources: [{ id: 'bench', name: 'Bench', writeKey }],
@@ -251,7 +259,7 @@ export function writeConfig(dir: string, destinations: DestinationSpec[], delive
       sources: ['bench'],
       settings: { webhooks: [{ url: d.url, headers: {} }], sharedSecret },
     })),
-    delivery,
+    delivery: { ...delivery, ...JSON.parse(process.env['BENCH_DELIVERY_SETTINGS'] ?? '{}') },
     network: { allowPrivateNetworks: true },
   };
   mkdirSync(dir, { recursive: true });
@@ -347,14 +355,17 @@ export interface FerryServer {
  * Starts the server under test in its own process: the `ferry serve` CLI (built output), or
  * with `deliver: false` the bench launcher, which builds the same server but never starts the
  * delivery worker (filling a backlog, measuring ingestion alone). `BENCH_CPU_PROF=<dir>`
- * writes a V8 CPU profile of the server there when it stops. With `--store postgres` the
- * server gets `DATABASE_URL` and `FERRY_DATABASE_SCHEMA` = schemaFor(dataDir) (a fresh schema,
- * or the same one again when restarted on the same data dir); otherwise SQLite in dataDir.
+ * writes a V8 CPU profile of the server there when it stops; `BENCH_SERVER_FLAGS` adds Node
+ * flags to the server's command line (space-separated, e.g. `--max-semi-space-size=64`;
+ * recorded in the results, as `BENCH_DELIVERY_SETTINGS` is). With `--store postgres` the
+ * server gets `DATABASE_URL` and `FERRY_DATABASE_SCHEMA` = schemaFor(dataDir) (a fresh
+ * schema, or the same one again when restarted on the same data dir); otherwise SQLite in dataDir.
  */
 export async function startFerry(opts: { configPath: string; dataDir: string; deliver?: boolean; nodeArgs?: string[] }): Promise<FerryServer> {
   const nodeArgs = [...(opts.nodeArgs ?? [])];
   const prof = process.env['BENCH_CPU_PROF'];
   if (prof) nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${prof}`);
+  nodeArgs.push(...(process.env['BENCH_SERVER_FLAGS'] ?? '').split(' ').filter((f) => f !== ''));
   const cmd =
     opts.deliver === false
       ? [...nodeArgs, '--import', 'tsx', launcher, '--config', opts.configPath, '--data', opts.dataDir]
