@@ -4,8 +4,9 @@
  *
  * A backlog of `--events` events (default 100,000) is accepted through Ferry's own API with
  * the worker off, then `ferry serve` starts against a copy of it and delivers every job to a
- * local receiver (its own process): signed (sharedSecret) and logged (one attempt row per
- * URL). The rate is taken between the receiver's first and last arrival. Reference: raw
+ * local receiver (its own process): signed (sharedSecret) and logged (one attempt-log entry
+ * per URL: a row of `attempts`, or on PostgreSQL the first attempt kept in the delivery's own
+ * row). The rate is taken between the receiver's first and last arrival. Reference: raw
  * undici (a Pool with the same number of connections as Ferry's per-destination
  * concurrency, default 16) posting the same stored bodies to the same receiver, unsigned and
  * unlogged. Goal: Ferry >= 0.5 x raw. After each run the database is checked: every job

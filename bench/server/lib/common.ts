@@ -243,6 +243,21 @@ export interface DestinationSpec {
   url: string;
 }
 
+/** The JSON object of `BENCH_DELIVERY_SETTINGS`, if set; a clear error if it is not one. */
+function deliveryOverrides(): Record<string, unknown> {
+  const text = process.env['BENCH_DELIVERY_SETTINGS'];
+  if (!text) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    value = undefined;
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw new Error(`BENCH_DELIVERY_SETTINGS must be a JSON object of delivery settings, e.g. {"claimBatchSize":200}; got ${text}`);
+  return value as Record<string, unknown>;
+}
+
 /**
  * Writes the configuration file of the server under test. `BENCH_DELIVERY_SETTINGS` (a JSON
  * object, e.g. `{"claimBatchSize":200}`) is laid over the `delivery` settings given, to
@@ -259,7 +274,7 @@ export function writeConfig(dir: string, destinations: DestinationSpec[], delive
       sources: ['bench'],
       settings: { webhooks: [{ url: d.url, headers: {} }], sharedSecret },
     })),
-    delivery: { ...delivery, ...JSON.parse(process.env['BENCH_DELIVERY_SETTINGS'] ?? '{}') },
+    delivery: { ...delivery, ...deliveryOverrides() },
     network: { allowPrivateNetworks: true },
   };
   mkdirSync(dir, { recursive: true });
