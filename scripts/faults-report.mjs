@@ -45,7 +45,7 @@ const claims = {
   'store-failure.test.ts': {
     fault: 'Store failures',
     proves:
-      'Disk full for real (the data directory on a tiny tmpfs filled to the last block; skipped where mounting is not permitted) and the database locked by another connection. While broken, ingestion answers 503 `store_unavailable`, never 200, and stores nothing from refused requests; once the fault is removed, service resumes without a restart and every event acknowledged before and after is delivered. (PostgreSQL stopped: next entry.)',
+      'Disk full for real (the data directory on a tiny tmpfs filled to the last block; skipped where mounting is not permitted) and the database locked by another connection. While broken, ingestion answers 503 `store_unavailable`, never 200, and stores nothing from refused requests; once the fault is removed, service resumes without a restart and every event acknowledged before and after is delivered. The store made read-only: the kernel checks that when a file is opened, so a running Ferry keeps writing to files it has open, and the fault is injected between two starts (the same tmpfs remounted read-only, which root cannot write either; likewise skipped where mounting is not permitted). `ferry serve` then exits at once, naming the store and what to check, and never listens; once writable again it starts on the same data and delivers every event it had acknowledged. (PostgreSQL stopped: next entry.)',
   },
   'postgres-stopped.test.ts': {
     fault: 'PostgreSQL stopped',

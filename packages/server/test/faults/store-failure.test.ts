@@ -11,12 +11,20 @@
  * 2. The database locked by another process (a backup or a `sqlite3` shell holding the write
  *    lock): a second connection holds `BEGIN IMMEDIATE`, Ferry's writes wait out
  *    busy_timeout and fail with SQLITE_BUSY. Works everywhere.
+ * 3. The store made read-only. The kernel checks whether a file may be written when it is
+ *    opened, not at each write: a file made read-only (chmod, `chattr +i`) while Ferry has it
+ *    open keeps taking its writes, for root and any other user alike, and a file system with
+ *    files open for writing cannot be remounted read-only. So the fault shows at the next
+ *    start, and that is where it is injected: Ferry stops, the tmpfs of scenario 1 is
+ *    remounted read-only (which root cannot write either), and Ferry must refuse to start,
+ *    saying which store and why, rather than listen without a store; once the file system is
+ *    writable again it starts on the same data and delivers everything it had acknowledged.
  *
  * PostgreSQL stopped is in postgres-stopped.test.ts.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -25,10 +33,11 @@ import pino from 'pino';
 import { createFerry, type Ferry } from '../../src/app.js';
 import { adminToken, testConfig, webhooksDestination, writeKey } from '../helpers/ferry.js';
 import { startReceiver, type TestReceiver } from '../helpers/receiver.js';
+import { spawnFerry } from '../helpers/spawn-ferry.js';
 import { basicAuth, longForm, within } from './support.js';
 
-/** Mounts a tmpfs of `size` on a fresh directory; undefined when this machine does not allow it. */
-function mountTinyFilesystem(size: string): { dir: string; unmount(): void } | { skipped: string } {
+/** Mounts a tmpfs of `size` on a fresh directory; `skipped` when this machine does not allow it. */
+function mountTinyFilesystem(size: string): { dir: string; remount(mode: 'ro' | 'rw'): void; unmount(): void } | { skipped: string } {
   const dir = mkdtempSync(join(tmpdir(), 'ferry-full-'));
   try {
     execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { stdio: 'pipe' });
@@ -38,6 +47,9 @@ function mountTinyFilesystem(size: string): { dir: string; unmount(): void } | {
   }
   return {
     dir,
+    remount(mode) {
+      execFileSync('mount', ['-o', `remount,${mode}`, dir], { stdio: 'pipe' });
+    },
     unmount() {
       execFileSync('umount', ['-l', dir], { stdio: 'pipe' });
       rmSync(dir, { recursive: true, force: true });
@@ -60,6 +72,11 @@ function fillDisk(dir: string): string {
     closeSync(fd);
   }
   return path;
+}
+
+/** `text` as a regular expression that matches it and nothing else. */
+function literally(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
 interface Harness {
@@ -178,6 +195,63 @@ test('disk full while running: 503 store_unavailable (never 200), nothing half-s
     );
   } finally {
     await h.stop();
+    fs.unmount();
+  }
+});
+
+test('the store made read-only between two starts: start-up refuses and names the store; once writable, nothing acknowledged is lost', async (t) => {
+  const fs = mountTinyFilesystem('16m');
+  if ('skipped' in fs) {
+    t.skip(fs.skipped);
+    return;
+  }
+  const dataDir = join(fs.dir, 'data');
+  const storePath = join(dataDir, 'ferry.db');
+  const configDir = mkdtempSync(join(tmpdir(), 'ferry-readonly-'));
+  try {
+    // Accepted while writable, with the worker idle: every job is still pending at the stop.
+    const acked = new Set<string>();
+    const first = await startHarness(dataDir, false);
+    try {
+      for (let i = 0; i < 3; i++) {
+        const r = await first.send(`before${i}`, 10);
+        assert.equal(r.status, 200);
+        r.ids.forEach((id) => acked.add(id));
+      }
+    } finally {
+      await first.stop();
+    }
+    // Refused with EBUSY if any file on it were still open for writing: the stop closed the store.
+    fs.remount('ro');
+
+    const refusal = new RegExp(`cannot open the SQLite store at ${literally(storePath)}: .*Ferry must be able to create and write files in its data directory`);
+    await assert.rejects(
+      createFerry({ config: testConfig([]), dataDir, adminToken, logger: pino({ level: 'silent' }) }),
+      (error: Error) => (assert.match(error.message, refusal), true),
+      'in process: opening the store fails, naming it and the remedy',
+    );
+    // As an operator sees it: `ferry serve` stops at once with the same words and never listens.
+    const configPath = join(configDir, 'ferry.config.json');
+    writeFileSync(configPath, JSON.stringify({ sources: [{ id: 'app', name: 'App', writeKey }], destinations: [] }));
+    const serve = spawnFerry(['serve', '--config', configPath, '--data', dataDir, '--host', '127.0.0.1'], { PORT: '0', FERRY_ADMIN_TOKEN: adminToken });
+    assert.equal((await within(30_000, 'ferry serve to exit', serve.exited)).code, 1);
+    assert.match(serve.output(), new RegExp(`^ferry: ${refusal.source}`, 'm'));
+    assert.doesNotMatch(serve.output(), /listening on/);
+
+    // Writable again: the same data, every acknowledged event delivered. (A lock left behind by
+    // the refused starts would make this one fail as "in use by another Ferry process".)
+    fs.remount('rw');
+    const second = await startHarness(dataDir);
+    try {
+      assert.deepEqual(await waitForDelivered(second.receiver, acked, 30_000), [], 'every event acknowledged before the fault is delivered after it');
+      // The report is published: the test's temporary directory stays out of it.
+      const said = serve.output().trim().split('\n').pop()!.replace(dataDir, 'DATA_DIR');
+      t.diagnostic(`${acked.size} acknowledged before the remount; start-up refused while read-only: ${said}`);
+    } finally {
+      await second.stop();
+    }
+  } finally {
+    rmSync(configDir, { recursive: true, force: true });
     fs.unmount();
   }
 });

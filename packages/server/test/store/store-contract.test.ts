@@ -505,7 +505,12 @@ describe('SQLite store: one process per file, leases in memory', () => {
   test('a store that fails to open leaves no lock behind', () =>
     withSqlitePath(async (path) => {
       writeFileSync(path, 'not a database, but long enough for SQLite to read a header from it'.repeat(2));
-      assert.throws(() => new SqliteStore({ path }), { code: 'SQLITE_NOTADB' });
+      // The driver's words alone name no file: the error names the store, and keeps the driver's code.
+      assert.throws(() => new SqliteStore({ path }), (error: Error & { code?: string }) => {
+        assert.equal(error.code, 'SQLITE_NOTADB');
+        assert.ok(error.message.startsWith(`cannot open the SQLite store at ${path}: `), error.message);
+        return true;
+      });
       rmSync(path);
       await new SqliteStore({ path }).close();
     }));

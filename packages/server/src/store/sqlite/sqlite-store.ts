@@ -65,10 +65,16 @@ interface PendingWork {
  * which the operating system drops when the process ends, however it ends; the database file
  * itself stays readable by other tools.
  *
- * @throws Error naming the file when another store (in this process or another) holds it.
+ * @throws Error naming the file when another store (in this process or another) holds it, or
+ * when the lock cannot be taken at all (see {@link cannotOpen}).
  */
 function takeOwnership(path: string): Database.Database {
-  const lock = new Database(`${path}.lock`, { timeout: 0 });
+  let lock: Database.Database;
+  try {
+    lock = new Database(`${path}.lock`, { timeout: 0 });
+  } catch (error) {
+    throw cannotOpen(path, error);
+  }
   try {
     // In exclusive mode a connection keeps the locks it takes; the write takes the strongest.
     // The journal in memory: the file holds nothing worth one, and no -journal file is left beside it.
@@ -80,8 +86,30 @@ function takeOwnership(path: string): Database.Database {
     lock.close();
     if ((error as { code?: unknown }).code === 'SQLITE_BUSY')
       throw new Error(`${path} is in use by another Ferry process; run one Ferry per data directory (or use PostgreSQL for several nodes)`);
-    throw error;
+    throw cannotOpen(path, error);
   }
+}
+
+/**
+ * Causes that mean Ferry may not create or write files where its store lives: a read-only
+ * file system or file, missing permissions. (A recursive mkdir on a read-only file system
+ * reports ENOENT.)
+ */
+const unwritable = /^(SQLITE_READONLY|SQLITE_CANTOPEN|SQLITE_PERM|SQLITE_AUTH|EACCES|EPERM|EROFS|ENOENT)/;
+
+/**
+ * Why the store at `path` could not be opened, naming it: the driver's own words ("unable to
+ * open database file", "attempt to write a readonly database") say neither which file nor
+ * what to do. The original error is the cause, and its code stays the error's code.
+ */
+function cannotOpen(path: string, error: unknown): Error {
+  const code = (error as { code?: unknown } | null)?.code;
+  const hint =
+    typeof code === 'string' && unwritable.test(code)
+      ? ' (Ferry must be able to create and write files in its data directory: check its owner, its permissions and that its file system is mounted read-write, or choose another with --data or FERRY_DATA_DIR)'
+      : '';
+  const wrapped = new Error(`cannot open the SQLite store at ${path}: ${error instanceof Error ? error.message : String(error)}${hint}`, { cause: error });
+  return typeof code === 'string' ? Object.assign(wrapped, { code }) : wrapped;
 }
 
 /** A job handed to a worker: who holds it, and until when no one else may take it. */
@@ -205,7 +233,11 @@ export class SqliteStore implements Store {
 
   constructor(options: SqliteStoreOptions) {
     if (options.path !== ':memory:') {
-      mkdirSync(dirname(options.path), { recursive: true });
+      try {
+        mkdirSync(dirname(options.path), { recursive: true });
+      } catch (error) {
+        throw cannotOpen(options.path, error);
+      }
       this.ownership = takeOwnership(options.path);
     }
     let opened: Database.Database | undefined;
@@ -304,7 +336,7 @@ export class SqliteStore implements Store {
       // Nothing half-open stays behind, least of all the lock: the next try must not find it taken.
       if (opened?.open) opened.close();
       this.ownership?.close();
-      throw error;
+      throw cannotOpen(options.path, error);
     }
   }
 
