@@ -95,7 +95,7 @@ function takeOwnership(path: string): Database.Database {
  * file system or file, missing permissions. (A recursive mkdir on a read-only file system
  * reports ENOENT.)
  */
-const unwritable = /^(SQLITE_READONLY|SQLITE_CANTOPEN|SQLITE_PERM|SQLITE_AUTH|EACCES|EPERM|EROFS|ENOENT)/;
+const unwritable = /^(SQLITE_READONLY|SQLITE_CANTOPEN|SQLITE_PERM|EACCES|EPERM|EROFS|ENOENT)/;
 
 /**
  * Why the store at `path` could not be opened, naming it: the driver's own words ("unable to
