@@ -234,6 +234,8 @@ test('the store made read-only between two starts: start-up refuses and names th
     const configPath = join(configDir, 'ferry.config.json');
     writeFileSync(configPath, JSON.stringify({ sources: [{ id: 'app', name: 'App', writeKey }], destinations: [] }));
     const serve = spawnFerry(['serve', '--config', configPath, '--data', dataDir, '--host', '127.0.0.1'], { PORT: '0', FERRY_ADMIN_TOKEN: adminToken });
+    // If it wrongly starts and listens, the wait below fails the test, and this ends the process.
+    t.after(() => void serve.child.kill('SIGKILL'));
     assert.equal((await within(30_000, 'ferry serve to exit', serve.exited)).code, 1);
     assert.match(serve.output(), new RegExp(`^ferry: ${refusal.source}`, 'm'));
     assert.doesNotMatch(serve.output(), /listening on/);
@@ -258,7 +260,7 @@ test('the store made read-only between two starts: start-up refuses and names th
 
 /**
  * The default form keeps the delivery worker idle, so only the ingestion commit waits on the
- * lock (one busy timeout, about 5 s). The long form runs the worker too, which shows how the
+ * lock (one busy timeout, 250 ms). The long form runs the worker too, which shows how the
  * stalls add up: every claim and completion also waits out the busy timeout on the event loop.
  */
 for (const withWorker of longForm ? [false, true] : [false]) {
