@@ -65,17 +65,16 @@ interface PendingWork {
  * which the operating system drops when the process ends, however it ends; the database file
  * itself stays readable by other tools.
  *
+ * Creates the store's directory first, if missing.
+ *
  * @throws Error naming the file when another store (in this process or another) holds it, or
- * when the lock cannot be taken at all (see {@link cannotOpen}).
+ * when the directory or the lock cannot be created or written (see {@link cannotOpen}).
  */
 function takeOwnership(path: string): Database.Database {
-  let lock: Database.Database;
+  let lock: Database.Database | undefined;
   try {
+    mkdirSync(dirname(path), { recursive: true });
     lock = new Database(`${path}.lock`, { timeout: 0 });
-  } catch (error) {
-    throw cannotOpen(path, error);
-  }
-  try {
     // In exclusive mode a connection keeps the locks it takes; the write takes the strongest.
     // The journal in memory: the file holds nothing worth one, and no -journal file is left beside it.
     lock.pragma('locking_mode = EXCLUSIVE');
@@ -83,7 +82,7 @@ function takeOwnership(path: string): Database.Database {
     lock.pragma('user_version = 1');
     return lock;
   } catch (error) {
-    lock.close();
+    lock?.close();
     if ((error as { code?: unknown }).code === 'SQLITE_BUSY')
       throw new Error(`${path} is in use by another Ferry process; run one Ferry per data directory (or use PostgreSQL for several nodes)`);
     throw cannotOpen(path, error);
@@ -232,14 +231,7 @@ export class SqliteStore implements Store {
   private nextProbeAtMs = 0;
 
   constructor(options: SqliteStoreOptions) {
-    if (options.path !== ':memory:') {
-      try {
-        mkdirSync(dirname(options.path), { recursive: true });
-      } catch (error) {
-        throw cannotOpen(options.path, error);
-      }
-      this.ownership = takeOwnership(options.path);
-    }
+    if (options.path !== ':memory:') this.ownership = takeOwnership(options.path);
     let opened: Database.Database | undefined;
     try {
       this.db = opened = new Database(options.path);
