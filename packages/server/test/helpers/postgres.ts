@@ -49,6 +49,8 @@ async function start(): Promise<{ url: string; stop: () => Promise<void> }> {
 /** A throwaway PostgreSQL server of a test's own, which the test may stop and start again. */
 export interface EmbeddedServer {
   url: string;
+  /** The temporary directory that holds its data. */
+  dir: string;
   /** Stops the server, keeping its data. */
   stop(): Promise<void>;
   /** Starts it again on the same port and data. */
@@ -83,6 +85,7 @@ export async function startEmbeddedPostgres(): Promise<EmbeddedServer> {
   let running = true;
   return {
     url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
+    dir,
     async stop() {
       if (running) await embedded.stop();
       running = false;
