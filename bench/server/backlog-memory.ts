@@ -17,7 +17,7 @@
  */
 import { join } from 'node:path';
 import { deliveryCounts, waitForArrivals } from './lib/backlog.js';
-import { boolFlag, ensureStore, log, numFlag, printTable, removeDir, round, startChild, startFerry, storeKind, tempDir, writeConfig, writeResults } from './lib/common.js';
+import { boolFlag, ensureStore, log, main, numFlag, printTable, removeDir, round, startChild, startFerry, storeKind, tempDir, writeConfig, writeResults } from './lib/common.js';
 
 export interface BacklogSummary {
   events: number;
@@ -132,5 +132,5 @@ function linearSlope(x: number[], y: number[]): number {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  await runBacklogMemory({ events: boolFlag('full') ? 1_000_000 : numFlag('events', 200_000), drainTimeoutS: numFlag('drain-timeout-s', 900) });
+  await main(() => runBacklogMemory({ events: boolFlag('full') ? 1_000_000 : numFlag('events', 200_000), drainTimeoutS: numFlag('drain-timeout-s', 900) }));
 }

@@ -25,7 +25,7 @@
  */
 import { join } from 'node:path';
 import { arrivalRate, bodySource, copyData, deliveryCounts, fillBacklog, steadyRate, stretchRates, waitForArrivals } from './lib/backlog.js';
-import { ensureStore, log, machineBusyMs, median, numFlag, printTable, removeDir, round, startChild, startFerry, storeKind, tempDir, writeConfig, writeResults } from './lib/common.js';
+import { ensureStore, log, machineBusyMs, main, median, numFlag, printTable, removeDir, round, startChild, startFerry, storeKind, tempDir, writeConfig, writeResults } from './lib/common.js';
 
 export interface DeliverySummary {
   serverCpuUsPerDelivery?: number;
@@ -137,5 +137,5 @@ export async function runDelivery(opts: { events: number; runs: number; timeoutS
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  await runDelivery({ events: numFlag('events', 100_000), runs: numFlag('runs', 5), timeoutS: numFlag('timeout-s', 180) });
+  await main(() => runDelivery({ events: numFlag('events', 100_000), runs: numFlag('runs', 5), timeoutS: numFlag('timeout-s', 180) }));
 }

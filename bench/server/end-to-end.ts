@@ -23,7 +23,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { waitForArrivals } from './lib/backlog.js';
-import { ensureStore, flag, log, median, numFlag, percentile, printTable, removeDir, resultsDir, round, startChild, startFerry, storeKind, tempDir, writeConfig, writeResults } from './lib/common.js';
+import { ensureStore, flag, log, main, median, numFlag, percentile, printTable, removeDir, resultsDir, round, startChild, startFerry, storeKind, tempDir, writeConfig, writeResults } from './lib/common.js';
 
 export interface EndToEndSummary {
   rate: number;
@@ -131,5 +131,5 @@ export async function runEndToEnd(opts: { rate: number; seconds: number; runs: n
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const rate = flag('rate') !== undefined ? numFlag('rate', 2000) : (halfSustainableRate() ?? 2000);
-  await runEndToEnd({ rate, seconds: numFlag('seconds', 15), runs: numFlag('runs', 3), warmupS: numFlag('warmup-s', 2) });
+  await main(() => runEndToEnd({ rate, seconds: numFlag('seconds', 15), runs: numFlag('runs', 3), warmupS: numFlag('warmup-s', 2) }));
 }

@@ -20,7 +20,7 @@
 import { join } from 'node:path';
 import { committedCounts } from './lib/backlog.js';
 import {
-  databaseUrl, ensureStore, log, median, numFlag, printTable, removeDir, round, startChild, startFerry, storeKind, tempDir, usePostgres, writeConfig, writeResults,
+  databaseUrl, ensureStore, log, main, median, numFlag, printTable, removeDir, round, startChild, startFerry, storeKind, tempDir, usePostgres, writeConfig, writeResults,
 } from './lib/common.js';
 
 /** Concurrent connections of the PostgreSQL store ceiling: PgStore's default pool size. */
@@ -120,5 +120,5 @@ export async function runIngest(opts: { runs: number; seconds: number; connectio
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  await runIngest({ runs: numFlag('runs', 3), seconds: numFlag('seconds', 8), connections: numFlag('connections', 64) });
+  await main(() => runIngest({ runs: numFlag('runs', 3), seconds: numFlag('seconds', 8), connections: numFlag('connections', 64) }));
 }

