@@ -422,7 +422,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       responseBody: r.responseBody ?? null,
       trigger: job.trigger,
     }));
-    const kept = await this.o.store.complete({ id: job.id, owner: this.owner, createdAtMs: job.createdAtMs, nowMs, firstAttemptAtMs, attempts, outcome });
+    const kept = await this.o.store.complete({ id: job.id, owner: this.owner, createdAtMs: job.createdAtMs, kind: job.kind, nowMs, firstAttemptAtMs, attempts, outcome });
     if (!kept) {
       this.emit('delivery:lease-lost', { id: job.id });
       return;

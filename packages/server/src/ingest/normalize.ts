@@ -63,7 +63,7 @@ export function readEnvelope(body: unknown, route: 'batch' | CallType): ReadEnve
   if (sentAt !== undefined && sentAt !== null) {
     if (typeof sentAt !== 'string') return fail('invalid_batch', '`sentAt` must be a string.');
     if (parseIsoTimestamp(sentAt) === undefined) {
-      return fail('invalid_timestamp', `\`sentAt\` is not an ISO 8601 date-time: ${quote(sentAt)}.`);
+      return fail('invalid_timestamp', `\`sentAt\` is not an ISO 8601 date-time: ${describeString(sentAt)}.`);
     }
     envelope.sentAt = sentAt;
   }
@@ -346,18 +346,22 @@ function invalidField(field: string, expected: string): NormalizeResult {
 }
 
 function invalidTimestamp(field: string, value: unknown, owner = 'The message'): NormalizeResult {
-  const got = typeof value === 'string' ? quote(value) : describe(value);
+  const got = typeof value === 'string' ? describeString(value) : describe(value);
   return fail('invalid_timestamp', `${owner} \`${field}\` is not an ISO 8601 date-time: ${got}.`);
 }
 
-/** A client's string in an error message, cut short: messages are echoed to clients and logs. */
-function quote(value: string): string {
-  return JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}…` : value);
+/**
+ * A client's string in an error message, by its length only: a rejection is kept for
+ * operators, and the value (an email in the wrong field) may be a user's data, which a
+ * deletion request could not find there.
+ */
+function describeString(value: string): string {
+  return `a string of ${value.length} characters`;
 }
 
 function describe(value: unknown): string {
   if (value === undefined) return 'nothing';
   if (value === null) return 'null';
-  if (typeof value === 'string') return quote(value);
+  if (typeof value === 'string') return describeString(value);
   return Array.isArray(value) ? 'an array' : `a ${typeof value}`;
 }

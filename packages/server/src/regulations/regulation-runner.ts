@@ -2,14 +2,15 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { buildDeleteBody } from '../destinations/webhooks/body.js';
 import type { Catalog } from '../routing/catalog.js';
-import type { DeleteNotice, Regulation, Store } from '../store/store.js';
+import type { AffectedSources, DeleteNotice, Regulation, Store } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
 
 /**
- * Carries out deletion requests: purges the users' stored events and deliveries, and queues
- * one `delete` notice per user for every enabled Webhooks destination connected to a source
- * in scope, all in one transaction. Requests are stored first, so one interrupted by a crash
- * is carried out at the next start.
+ * Carries out deletion requests: purges everything stored of the users and of the identities
+ * linked to them (see `Store.executeRegulation`), then queues one `delete` notice per user for
+ * every enabled Webhooks destination connected to an affected source: one that held events of
+ * that user, or one the request names. Requests are stored first, so one interrupted by a
+ * crash is carried out at the next start.
  */
 export class RegulationRunner {
   private queue: Promise<void> = Promise.resolve();
@@ -48,24 +49,33 @@ export class RegulationRunner {
   }
 
   private async execute(id: string): Promise<void> {
-    const { store, catalog, clock } = this.deps;
+    const { store, catalog, clock, logger } = this.deps;
     const regulation = await store.getRegulation(id);
     if (!regulation || regulation.status !== 'pending') return;
     const nowMs = clock.now();
-    const inScope = new Set(regulation.sourceIds ?? catalog.sources().map((s) => s.id));
-    const notices: DeleteNotice[] = [];
-    for (const destination of catalog.destinations()) {
-      if (!destination.enabled || destination.type !== 'Webhooks') continue;
-      const sourceId = destination.sources.find((s) => inScope.has(s));
-      if (sourceId === undefined) continue;
-      for (const userId of regulation.userIds)
-        notices.push({ destinationId: destination.id, sourceId, userId, body: buildDeleteBody(userId, nowMs) });
-    }
-    const done = await store.executeRegulation({ id, notices, nowMs });
-    this.deps.logger.info(
+    const named = regulation.sourceIds ?? [];
+    const noticesFor = (affected: AffectedSources): DeleteNotice[] => {
+      const notices: DeleteNotice[] = [];
+      for (const [userId, held] of Object.entries(affected)) {
+        const sources = new Set([...held, ...named]);
+        for (const destination of catalog.destinations()) {
+          if (!destination.enabled || destination.type !== 'Webhooks') continue;
+          const sourceId = destination.sources.find((s) => sources.has(s));
+          if (sourceId !== undefined) notices.push({ destinationId: destination.id, sourceId, userId, body: buildDeleteBody(userId, nowMs) });
+        }
+      }
+      return notices;
+    };
+    const done = await store.executeRegulation({ id, nowMs, noticesFor });
+    logger.info(
       { regulationId: id, eventsDeleted: done.eventsDeleted, deliveriesDeleted: done.deliveriesDeleted, notices: done.notificationsQueued },
       'deletion request carried out',
     );
-    if (notices.length > 0) this.deps.onQueued?.();
+    if (done.notificationsQueued > 0) this.deps.onQueued?.();
+    try {
+      await store.reclaimDeleted();
+    } catch (err) {
+      logger.warn({ err, regulationId: id }, 'the space of the deleted rows could not be reclaimed now; see docs/operations.md#deleted-data');
+    }
   }
 }

@@ -26,11 +26,13 @@ export interface DeliveryRow {
   last_error: string | null;
 }
 
-/** A row of `regulations`; user and source ids are JSON arrays in text. */
+/** A row of `regulations`; user and source ids are JSON arrays in text, the plan JSON too. */
 export interface RegulationRow {
   id: string;
   user_ids: string;
+  user_count: number;
   source_ids: string | null;
+  plan: string | null;
   status: Regulation['status'];
   created_at: number;
   finished_at: number | null;
@@ -98,6 +100,7 @@ export function toRegulation(r: RegulationRow): Regulation {
   return {
     id: r.id,
     userIds: JSON.parse(r.user_ids) as string[],
+    userCount: r.user_count,
     sourceIds: r.source_ids === null ? null : (JSON.parse(r.source_ids) as string[]),
     status: r.status,
     createdAt: iso(r.created_at)!,

@@ -163,7 +163,10 @@ export interface ReplayFilter {
 /** A deletion request and its progress. */
 export interface Regulation {
   id: string;
+  /** The users named, while pending; empty once done, when Ferry keeps no trace of them. */
   userIds: string[];
+  /** How many users were named. */
+  userCount: number;
   /** null: every source. */
   sourceIds: string[] | null;
   status: 'pending' | 'done';
@@ -173,6 +176,9 @@ export interface Regulation {
   deliveriesDeleted: number;
   notificationsQueued: number;
 }
+
+/** Per user named in a deletion request, the sources in scope that held events it deleted. */
+export type AffectedSources = Readonly<Record<string, readonly string[]>>;
 
 /** One notice to queue when a regulation is carried out. */
 export interface DeleteNotice {
@@ -192,6 +198,11 @@ export interface Completion {
    * request) to a new one; with this, an outcome of the deleted job never lands on it.
    */
   createdAtMs?: number;
+  /**
+   * The job's kind as claimed. A delete notice that succeeds is deleted with its attempts
+   * rather than kept: it names the user it was about.
+   */
+  kind?: DeliveryKind;
   nowMs: number;
   firstAttemptAtMs: number;
   attempts: AttemptRecord[];
@@ -263,10 +274,23 @@ export interface Store {
   getRegulation(id: string): Promise<Regulation | null>;
   pendingRegulations(): Promise<Regulation[]>;
   /**
-   * Carries a regulation out in one transaction: deletes the users' events and their
-   * deliveries in the sources named, queues the notices, marks the regulation done.
+   * Carries a pending regulation out (a done one is left as it is). First it fixes what to
+   * delete (see `RegulationPlan` in regulations/regulation-plan.ts) and stores that with the request; then it deletes, in
+   * batches of `batchSize` events (each batch a transaction of its own, so that ingestion and
+   * delivery go on meanwhile), the events of the users and of the identities linked to them
+   * in the sources named, with their deliveries and attempts; last, in one transaction, it
+   * deletes the audience deliveries and memberships of the user ids left with no event,
+   * queues the notices `noticesFor` returns (given the sources each user's events were in;
+   * it must be pure), marks the request done and forgets the user ids. Resumable at any point.
    */
-  executeRegulation(args: { id: string; notices: DeleteNotice[]; nowMs: number }): Promise<Regulation>;
+  executeRegulation(args: { id: string; nowMs: number; noticesFor: (affected: AffectedSources) => DeleteNotice[]; batchSize?: number }): Promise<Regulation>;
+  /**
+   * Makes the bytes of deleted rows unreadable as far as the database allows, after a purge:
+   * SQLite (which zeroes deleted content as it deletes it) checkpoints and truncates its WAL,
+   * which held copies of the pages as they were; PostgreSQL vacuums the tables purged, so the
+   * dead row versions' space becomes free for reuse. Rejects when that could not be done.
+   */
+  reclaimDeleted(): Promise<void>;
 
   // catalog (sources and destinations edited at run time)
   loadCatalog(): Promise<{ sources: SourceConfig[]; destinations: DestinationConfig[] }>;

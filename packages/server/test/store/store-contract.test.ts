@@ -9,7 +9,7 @@ import { migrations } from '../../src/store/postgres/migrations/index.js';
 import { toLogEntry } from '../../src/store/postgres/attempt-log.js';
 import { claimedSql, claimPlanner, claimSql, completeSql, completionPlanner, nextDueSql, PgStore } from '../../src/store/postgres/pg-store.js';
 import { claimAfterSql, SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import type { AttemptRecord, ClaimedDelivery, NewEvent, Store } from '../../src/store/store.js';
+import type { AffectedSources, AttemptRecord, ClaimedDelivery, DeleteNotice, NewEvent, Store } from '../../src/store/store.js';
 import { dropSchema, openFreshPgStore, postgresUrl, stopPostgres, uniqueSchema } from '../helpers/postgres.js';
 
 /** One contract, every implementation: each test gets a fresh store (own file or own schema). */
@@ -42,6 +42,16 @@ function event(messageId: string, over: Partial<NewEvent> = {}): NewEvent {
     json: JSON.stringify({ messageId }),
     deliveries: [{ destinationId: 'd1', kind: 'event', body: `{"messageId":"${messageId}"}` }],
     ...over,
+  };
+}
+
+/** Notices for a regulation: one per user to `destinationId`, from the first source that held its events; records what it was given. */
+function noticesTo(given: AffectedSources[], destinationId: string): (affected: AffectedSources) => DeleteNotice[] {
+  return (affected) => {
+    given.push(affected);
+    return Object.entries(affected).flatMap(([userId, sources]) =>
+      sources.length === 0 ? [] : [{ destinationId, sourceId: sources[0]!, userId, body: `{"type":"delete","userId":"${userId}"}` }],
+    );
   };
 }
 
@@ -219,26 +229,93 @@ for (const backend of backends) {
         );
       }));
 
-    test('S07 regulations purge a user in scope and queue their notices atomically', () =>
+    test('S07 regulations purge a user in scope, queue their notices, and forget the user ids once done', () =>
       withStore(async (store) => {
         await store.ingest({ receivedAtMs: t0,
           events: [event('a'), event('b', { sourceId: 'other' }), event('c', { userId: 'keep' })],
           rejections: [],
         });
         const reg = await store.createRegulation({ id: 'reg_1', userIds: ['u1'], sourceIds: ['app'], nowMs: t0 });
-        assert.equal(reg.status, 'pending');
+        assert.deepEqual([reg.status, reg.userIds, reg.userCount], ['pending', ['u1'], 1]);
         assert.deepEqual((await store.pendingRegulations()).map((r) => r.id), ['reg_1']);
-        const done = await store.executeRegulation({ id: 'reg_1', notices: [{ destinationId: 'd1', sourceId: 'app', userId: 'u1', body: '{"type":"delete"}' }], nowMs: t0 + 1 });
-        assert.equal(done.status, 'done');
-        assert.equal(done.eventsDeleted, 1);
-        assert.equal(done.deliveriesDeleted, 1);
-        assert.equal(done.notificationsQueued, 1);
+        const given: AffectedSources[] = [];
+        const done = await store.executeRegulation({ id: 'reg_1', noticesFor: noticesTo(given, 'd1'), nowMs: t0 + 1 });
+        assert.deepEqual(given, [{ u1: ['app'] }], 'the sources in scope that held the user\'s events');
+        assert.deepEqual([done.status, done.eventsDeleted, done.deliveriesDeleted, done.notificationsQueued], ['done', 1, 1, 1]);
+        assert.deepEqual([done.userIds, done.userCount], [[], 1], 'the user ids are forgotten; their number stays');
         assert.equal((await store.stats()).events, 2);
         const deletes = (await store.listDeliveries({ limit: 10 })).filter((d) => d.kind === 'delete');
-        assert.equal(deletes.length, 1);
+        assert.deepEqual(deletes.map((d) => [d.destinationId, d.sourceId, d.userId]), [['d1', 'app', 'u1']]);
         // Carrying it out again changes nothing.
-        await store.executeRegulation({ id: 'reg_1', notices: [], nowMs: t0 + 2 });
+        await store.executeRegulation({ id: 'reg_1', noticesFor: noticesTo(given, 'd1'), nowMs: t0 + 2 });
+        assert.equal(given.length, 1);
         assert.equal((await store.stats()).events, 2);
+      }));
+
+    test('S07b a purge finds the identities linked to the user: aliases either way, anonymous events before login; another user\'s events stay', () =>
+      withStore(async (store) => {
+        const e = (messageId: string, over: Partial<NewEvent>) => event(messageId, { userId: undefined, ...over });
+        await store.ingest({ receivedAtMs: t0,
+          events: [
+            e('anon-1', { anonymousId: 'anon-v' }),
+            e('anon-2', { anonymousId: 'anon-v', sourceId: 'web' }),
+            e('login', { type: 'identify', userId: 'v', anonymousId: 'anon-v' }),
+            e('alias-old', { type: 'alias', userId: 'v', json: JSON.stringify({ type: 'alias', previousId: 'old-v', userId: 'v' }) }),
+            e('old', { userId: 'old-v', sourceId: 'legacy' }),
+            e('alias-new', { type: 'alias', userId: 'new-v', json: JSON.stringify({ type: 'alias', previousId: 'v', userId: 'new-v' }), sourceId: 'crm' }),
+            // The same device, used by someone else: theirs, and so is the anonymous id's event with their id.
+            e('shared', { userId: 'w', anonymousId: 'anon-v' }),
+            e('w-only', { userId: 'w' }),
+            e('x', { userId: 'x', sourceId: 'other' }),
+          ],
+          rejections: [],
+        });
+        await store.createRegulation({ id: 'reg_links', userIds: ['v', 'x', 'nobody'], sourceIds: null, nowMs: t0 });
+        const given: AffectedSources[] = [];
+        const done = await store.executeRegulation({ id: 'reg_links', noticesFor: noticesTo(given, 'd1'), nowMs: t0 + 1, batchSize: 2 });
+        assert.deepEqual(given, [{ v: ['app', 'crm', 'legacy', 'web'], x: ['other'], nobody: [] }]);
+        assert.deepEqual([done.eventsDeleted, done.deliveriesDeleted], [7, 7]);
+        const left = (await store.listDeliveries({ limit: 20 })).filter((d) => d.kind === 'event').map((d) => d.messageId);
+        assert.deepEqual(left, ['shared', 'w-only']);
+        assert.equal((await store.stats()).events, 2);
+      }));
+
+    test('S07c the purge also deletes the audience deliveries of user ids left with no event, and their attempts', () =>
+      withStore(async (store) => {
+        await store.ingest({ receivedAtMs: t0, events: [event('a', { sourceId: 'app' }), event('b', { userId: 'u2', sourceId: 'other' })], rejections: [] });
+        await store.enqueue(
+          ['u1', 'u2'].map((userId) => ({ destinationId: 'aud', kind: 'audience' as const, body: `{"userId":"${userId}"}`, userId, messageId: `aud_${userId}` })),
+          t0,
+        );
+        const jobs = await store.claim({ destinationId: 'aud', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 10 });
+        for (const job of jobs)
+          await store.complete({ id: job.id, owner: 'w', createdAtMs: job.createdAtMs, nowMs: t0 + 1, firstAttemptAtMs: t0, attempts: [attempt({ responseBody: job.body })], outcome: { status: 'pending', nextAttemptAtMs: t0 + 10, lastError: 'HTTP 503' } });
+        // u2 keeps events in another source: its audience delivery stays.
+        await store.createRegulation({ id: 'reg_aud', userIds: ['u1', 'u2'], sourceIds: ['app'], nowMs: t0 + 2 });
+        const done = await store.executeRegulation({ id: 'reg_aud', noticesFor: () => [], nowMs: t0 + 3 });
+        assert.deepEqual([done.eventsDeleted, done.deliveriesDeleted], [1, 2], 'the event delivery of u1 and its audience delivery');
+        assert.deepEqual((await store.listDeliveries({ limit: 10 })).map((d) => d.messageId), ['b', 'aud_u2']);
+        assert.equal(await store.getDelivery(jobs.find((j) => j.userId === 'u1')!.id), null);
+        assert.equal(await store.nextDueAt(['aud']), t0 + 10, 'the purged job is not due');
+      }));
+
+    test('S07d a delete notice delivered is deleted with its attempts; one still failing stays', () =>
+      withStore(async (store) => {
+        await store.enqueue(
+          ['d1', 'd2'].map((destinationId) => ({ destinationId, sourceId: 'app', kind: 'delete' as const, userId: 'u1', body: '{"type":"delete","userId":"u1"}' })),
+          t0,
+        );
+        const [first] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 1 });
+        const [second] = await store.claim({ destinationId: 'd2', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 1 });
+        const retry = { status: 'pending' as const, nextAttemptAtMs: t0 + 10, lastError: 'HTTP 503' };
+        assert.equal(await store.complete({ id: first!.id, owner: 'w', createdAtMs: first!.createdAtMs, kind: 'delete', nowMs: t0 + 1, firstAttemptAtMs: t0, attempts: [attempt({ responseBody: first!.body })], outcome: retry }), true);
+        assert.equal(await store.complete({ id: second!.id, owner: 'w', createdAtMs: second!.createdAtMs, kind: 'delete', nowMs: t0 + 1, firstAttemptAtMs: t0, attempts: [attempt({ responseBody: second!.body })], outcome: retry }), true);
+        const [again] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 10, leaseMs: 60_000, limit: 1 });
+        const ok = attempt({ statusCode: 200, errorClass: null, errorMessage: null, responseBody: again!.body });
+        assert.equal(await store.complete({ id: again!.id, owner: 'w', createdAtMs: again!.createdAtMs, kind: 'delete', nowMs: t0 + 11, firstAttemptAtMs: t0, attempts: [ok], outcome: { status: 'succeeded' } }), true);
+        assert.equal(await store.getDelivery(again!.id), null, 'the delivered notice is gone');
+        const kept = (await store.getDelivery(second!.id))!;
+        assert.deepEqual([kept.delivery.status, kept.attempts.length], ['pending', 1], 'the other is still on its way');
       }));
 
     test('S08 listing filters and pages by id', () =>
@@ -313,7 +390,7 @@ for (const backend of backends) {
         const [held] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 10 });
         await store.createRegulation({ id: 'reg_held', userIds: ['u1'], sourceIds: null, nowMs: t0 + 1 });
         // On SQLite the notice may take the purged row's id (the highest one).
-        await store.executeRegulation({ id: 'reg_held', notices: [{ destinationId: 'd1', sourceId: 'app', userId: 'u1', body: '{"type":"delete"}' }], nowMs: t0 + 2 });
+        await store.executeRegulation({ id: 'reg_held', noticesFor: noticesTo([], 'd1'), nowMs: t0 + 2 });
         assert.equal(await store.nextDueAt(['d1']), t0 + 2);
         const [notice] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 3, leaseMs: 60_000, limit: 10 });
         assert.equal(notice!.kind, 'delete', 'not hidden behind the purged job');
@@ -604,7 +681,7 @@ describe('PostgreSQL store: a deletion request and the completions beside it', (
       await waitForLockWait(url, blockerPid);
       // Meanwhile the user of the lost job is purged, and that commits.
       await store.createRegulation({ id: 'reg_race', userIds: ['gone'], sourceIds: null, nowMs: t0 + 2001 });
-      assert.equal((await store.executeRegulation({ id: 'reg_race', notices: [], nowMs: t0 + 2002 })).deliveriesDeleted, 1);
+      assert.equal((await store.executeRegulation({ id: 'reg_race', noticesFor: () => [], nowMs: t0 + 2002 })).deliveriesDeleted, 1);
       await blocker.query('COMMIT');
       assert.deepEqual(await completed, [false, true], 'the lost lease counts for nothing; the held job is done');
       const { rows } = await blocker.query(`SELECT delivery_id::int AS id FROM ${schema}.attempts ORDER BY id`);
@@ -622,7 +699,7 @@ describe('PostgreSQL store: a deletion request and the completions beside it', (
       assert.deepEqual((await completion.query(completeSql, [JSON.stringify(jobs)])).rows, [{ id: String(lost.id) }], 'not kept: x holds it');
       const pid = (await completion.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
       await store.createRegulation({ id: 'reg_after', userIds: ['gone'], sourceIds: null, nowMs: t0 + 2001 });
-      const purge = store.executeRegulation({ id: 'reg_after', notices: [], nowMs: t0 + 2002 });
+      const purge = store.executeRegulation({ id: 'reg_after', noticesFor: () => [], nowMs: t0 + 2002 });
       await waitForLockWait(url, pid, 'DELETE FROM deliveries%');
       await completion.query('COMMIT');
       assert.equal((await purge).deliveriesDeleted, 1);

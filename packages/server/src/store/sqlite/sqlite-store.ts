@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { DestinationConfig, SourceConfig } from '../../config/model.js';
 import type {
   AttemptView,
@@ -16,6 +17,7 @@ import type {
   ReplayFilter,
   Store,
   StoreStats,
+  AffectedSources,
   DeleteNotice,
 } from '../store.js';
 import {
@@ -32,6 +34,7 @@ import {
   type DeliveryRow,
   type RegulationRow,
 } from '../rows.js';
+import { defaultPurgeBatchSize, LinkedIdentities, type RegulationPlan } from '../../regulations/regulation-plan.js';
 import { Batcher } from '../../util/batcher.js';
 import { migrations } from './migrations/index.js';
 
@@ -197,6 +200,7 @@ export class SqliteStore implements Store {
             const lease = this.leases.get(c.id);
             if (lease !== undefined && holds(lease, c)) this.unhold(c.id);
           }
+          if (this.noticesForgotten) this.forgetNoticesInWal();
           return kept;
         },
         (error: unknown) => {
@@ -225,6 +229,8 @@ export class SqliteStore implements Store {
   private readonly claimCursors = new Map<string, { due: number; id: number; after: number }>();
   /** When {@link claim} next drops leases long expired (see {@link sweepLeases}). */
   private nextSweepAtMs = 0;
+  /** A delivered notice was deleted, and the WAL still holds it (see {@link forgetNoticesInWal}). */
+  private noticesForgotten = false;
   /** Why the last group of completions could not be recorded, until a test write succeeds. */
   private recordsFailing: unknown;
   /** While {@link recordsFailing}, when the next test write may be tried. */
@@ -236,6 +242,9 @@ export class SqliteStore implements Store {
     try {
       this.db = opened = new Database(options.path);
       this.db.pragma('journal_mode = WAL');
+      // Deleted content is overwritten with zeros, so a deletion request leaves no copy of the
+      // user in the file's free space (docs/operations.md#deleted-data has its cost).
+      this.db.pragma('secure_delete = ON');
       // NORMAL by default: claims and completions may be lost in a power cut and are then simply
       // redone (delivery is at least once). Commits that acknowledge input switch to FULL.
       this.db.pragma('synchronous = NORMAL');
@@ -566,6 +575,12 @@ export class SqliteStore implements Store {
             ? this.stmts.completeRetry.run({ ...base, nextAttemptAtMs: o.nextAttemptAtMs, lastError: storedText(o.lastError) })
             : this.stmts.completeDead.run({ ...base, reason: o.reason, lastError: storedText(o.lastError) });
       kept = result.changes === 1;
+      if (kept && o.status === 'succeeded' && args.kind === 'delete') {
+        // A notice delivered has done its work; kept, it would name the user it was about.
+        this.deleteDeliveries([args.id]);
+        this.noticesForgotten = true;
+        return kept;
+      }
     }
     // A lost lease still logs what was sent; a delivery purged meanwhile (a deletion
     // request) keeps nothing, since a response body may echo the user's data.
@@ -732,8 +747,8 @@ export class SqliteStore implements Store {
 
   async createRegulation(args: { id: string; userIds: string[]; sourceIds: string[] | null; nowMs: number }): Promise<Regulation> {
     this.db
-      .prepare(`INSERT INTO regulations (id, user_ids, source_ids, status, created_at) VALUES (?, ?, ?, 'pending', ?)`)
-      .run(args.id, JSON.stringify(args.userIds), args.sourceIds === null ? null : JSON.stringify(args.sourceIds), args.nowMs);
+      .prepare(`INSERT INTO regulations (id, user_ids, user_count, source_ids, status, created_at) VALUES (?, ?, ?, ?, 'pending', ?)`)
+      .run(args.id, JSON.stringify(args.userIds), args.userIds.length, args.sourceIds === null ? null : JSON.stringify(args.sourceIds), args.nowMs);
     return (await this.getRegulation(args.id))!;
   }
 
@@ -747,40 +762,178 @@ export class SqliteStore implements Store {
     return rows.map(toRegulation);
   }
 
-  async executeRegulation(args: { id: string; notices: DeleteNotice[]; nowMs: number }): Promise<Regulation> {
-    let purged: number[] = [];
-    this.db.transaction(() => {
-      const row = this.db.prepare(`SELECT * FROM regulations WHERE id = ?`).get(args.id) as RegulationRow | undefined;
-      if (!row || row.status !== 'pending') return;
-      const reg = toRegulation(row);
-      const users = JSON.stringify(reg.userIds);
-      const sourceClause = reg.sourceIds === null ? '' : `AND source_id IN (SELECT value FROM json_each(?))`;
-      const sourceParams = reg.sourceIds === null ? [] : [JSON.stringify(reg.sourceIds)];
-      // Delete notices already queued are kept: they are the point of the exercise.
-      const deliveryIds = `SELECT id FROM deliveries WHERE kind != 'delete' AND user_id IN (SELECT value FROM json_each(?)) ${sourceClause}`;
-      this.db.prepare(`DELETE FROM attempts WHERE delivery_id IN (${deliveryIds})`).run(users, ...sourceParams);
-      purged = this.db
-        .prepare<unknown[], number>(`DELETE FROM deliveries WHERE id IN (${deliveryIds}) RETURNING id`)
-        .pluck()
-        .all(users, ...sourceParams);
-      const deliveriesDeleted = purged.length;
-      const eventsDeleted = this.db
-        .prepare(`DELETE FROM events WHERE user_id IN (SELECT value FROM json_each(?)) ${sourceClause}`)
-        .run(users, ...sourceParams).changes;
-      for (const n of args.notices)
-        this.insertLooseDelivery(
-          { destinationId: n.destinationId, sourceId: n.sourceId, kind: 'delete', userId: n.userId, body: n.body },
-          args.nowMs,
-        );
-      this.db
-        .prepare(
-          `UPDATE regulations SET status = 'done', finished_at = ?, events_deleted = ?, deliveries_deleted = ?, notifications_queued = ? WHERE id = ?`,
-        )
-        .run(args.nowMs, eventsDeleted, deliveriesDeleted, args.notices.length, args.id);
-    })();
-    // Purged jobs held by a worker are free of their leases: a notice may take one of their ids.
-    for (const id of purged) this.unhold(id);
+  async executeRegulation(args: {
+    id: string;
+    nowMs: number;
+    noticesFor: (affected: AffectedSources) => DeleteNotice[];
+    batchSize?: number;
+  }): Promise<Regulation> {
+    const plan = this.db.transaction(() => this.planOf(args.id))();
+    if (plan !== undefined) {
+      const limit = args.batchSize ?? defaultPurgeBatchSize;
+      for (const [column, ids] of [['user_id', plan.plan.userIds], ['anonymous_id', plan.plan.anonymousIds]] as const)
+        for (const id of ids)
+          for (let after = 0; after >= 0; ) {
+            after = this.db.transaction(() => this.purgeBatch(args.id, plan, column, id, after, limit))();
+            // Each batch commits on its own, and ingestion and delivery run between two.
+            if (after >= 0) await nextTurn();
+          }
+      this.db.transaction(() => this.finishRegulation(args.id, plan.plan, args.noticesFor(plan.plan.affected), args.nowMs))();
+    }
     return (await this.getRegulation(args.id))!;
+  }
+
+  /** The stored plan of a pending regulation, made and stored first if it has none. */
+  private planOf(id: string): { plan: RegulationPlan; scope: string | null } | undefined {
+    const row = this.db.prepare(`SELECT * FROM regulations WHERE id = ?`).get(id) as RegulationRow | undefined;
+    if (!row || row.status !== 'pending') return undefined;
+    if (row.plan !== null) return { plan: JSON.parse(row.plan) as RegulationPlan, scope: row.source_ids };
+    const scope = row.source_ids === null ? '' : `AND source_id IN (SELECT value FROM json_each(@scope))`;
+    const links = new LinkedIdentities(JSON.parse(row.user_ids) as string[]);
+    const aliases = this.db
+      .prepare<{ ids: string }, [string, string]>(
+        `SELECT json_extract(json, '$.previousId'), user_id FROM events
+         WHERE type = 'alias' AND user_id IN (SELECT value FROM json_each(@ids))
+         UNION
+         SELECT json_extract(json, '$.previousId'), user_id FROM events
+         WHERE type = 'alias' AND json_extract(json, '$.previousId') IN (SELECT value FROM json_each(@ids))`,
+      )
+      .raw();
+    for (let ids = links.unexplored(); ids.length > 0; ids = links.unexplored()) links.addAliases(aliases.all({ ids: JSON.stringify(ids) }));
+    const userIds = JSON.stringify(links.userIds());
+    links.addAnonymous(
+      this.db
+        .prepare<[string], [string, string]>(
+          `SELECT DISTINCT user_id, anonymous_id FROM events WHERE user_id IN (SELECT value FROM json_each(?)) AND anonymous_id IS NOT NULL`,
+        )
+        .raw()
+        .all(userIds),
+    );
+    const maxEventId = (this.db.prepare(`SELECT COALESCE(MAX(id), 0) FROM events`).pluck().get() as number);
+    const params = { ids: userIds, anonymous: JSON.stringify(links.anonymousIds()), max: maxEventId, ...(row.source_ids === null ? {} : { scope: row.source_ids }) };
+    const byUser = this.db
+      .prepare<typeof params, [string, string]>(
+        `SELECT DISTINCT source_id, user_id FROM events WHERE user_id IN (SELECT value FROM json_each(@ids)) AND id <= @max ${scope}`,
+      )
+      .raw()
+      .all(params);
+    const byAnonymous = this.db
+      .prepare<typeof params, [string, string]>(
+        `SELECT DISTINCT source_id, anonymous_id FROM events
+         WHERE anonymous_id IN (SELECT value FROM json_each(@anonymous)) AND anonymous_id IS NOT NULL AND user_id IS NULL AND id <= @max ${scope}`,
+      )
+      .raw()
+      .all(params);
+    const plan = links.plan(maxEventId, byUser, byAnonymous);
+    this.db.prepare(`UPDATE regulations SET plan = ? WHERE id = ?`).run(JSON.stringify(plan), id);
+    return { plan, scope: row.source_ids };
+  }
+
+  /**
+   * Deletes up to `limit` events of one identity (a user id, or an anonymous id on events
+   * without one) after event id `after`, with their deliveries and attempts, and counts them
+   * on the request. Returns the last event id deleted, or -1 when none was left.
+   */
+  private purgeBatch(
+    id: string,
+    { plan, scope }: { plan: RegulationPlan; scope: string | null },
+    column: 'user_id' | 'anonymous_id',
+    identity: string,
+    after: number,
+    limit: number,
+  ): number {
+    const only = column === 'anonymous_id' ? 'AND user_id IS NULL' : '';
+    const inScope = scope === null ? '' : `AND source_id IN (SELECT value FROM json_each(@scope))`;
+    const events = this.db
+      .prepare<Record<string, unknown>, number>(
+        `SELECT id FROM events WHERE ${column} = @identity ${only} AND id > @after AND id <= @max ${inScope} ORDER BY id LIMIT @limit`,
+      )
+      .pluck()
+      .all({ identity, after, max: plan.maxEventId, limit, ...(scope === null ? {} : { scope }) });
+    if (events.length === 0) return -1;
+    const eventIds = JSON.stringify(events);
+    const deliveries = this.db
+      .prepare<[string], number>(`SELECT id FROM deliveries WHERE event_id IN (SELECT value FROM json_each(?))`)
+      .pluck()
+      .all(eventIds);
+    this.deleteDeliveries(deliveries);
+    this.db.prepare(`DELETE FROM events WHERE id IN (SELECT value FROM json_each(?))`).run(eventIds);
+    this.db
+      .prepare(`UPDATE regulations SET events_deleted = events_deleted + ?, deliveries_deleted = deliveries_deleted + ? WHERE id = ?`)
+      .run(events.length, deliveries.length, id);
+    return events.at(-1)!;
+  }
+
+  /** Deletes deliveries and their attempts; a job held by a worker is free of its lease (its outcome lands nowhere). */
+  private deleteDeliveries(ids: readonly number[]): void {
+    if (ids.length === 0) return;
+    const list = JSON.stringify(ids);
+    this.db.prepare(`DELETE FROM attempts WHERE delivery_id IN (SELECT value FROM json_each(?))`).run(list);
+    this.db.prepare(`DELETE FROM deliveries WHERE id IN (SELECT value FROM json_each(?))`).run(list);
+    // A notice queued later may take one of their ids.
+    for (const delivery of ids) this.unhold(delivery);
+  }
+
+  /**
+   * The last step, in one transaction: the audience deliveries and memberships of the user ids
+   * left with no event, the notices, the request marked done with its user ids forgotten.
+   */
+  private finishRegulation(id: string, plan: RegulationPlan, notices: readonly DeleteNotice[], nowMs: number): void {
+    const row = this.db.prepare(`SELECT status FROM regulations WHERE id = ?`).get(id) as { status: string } | undefined;
+    if (row?.status !== 'pending') return;
+    const gone = JSON.stringify(
+      this.db
+        .prepare<[string], string>(`SELECT value FROM json_each(?) WHERE NOT EXISTS (SELECT 1 FROM events WHERE user_id = value)`)
+        .pluck()
+        .all(JSON.stringify(plan.userIds)),
+    );
+    const audience = this.db
+      .prepare<[string], number>(`SELECT id FROM deliveries WHERE kind = 'audience' AND user_id IN (SELECT value FROM json_each(?))`)
+      .pluck()
+      .all(gone);
+    this.deleteDeliveries(audience);
+    this.db
+      .prepare(`DELETE FROM audience_members WHERE audience_id IN (SELECT id FROM audiences) AND user_id IN (SELECT value FROM json_each(?))`)
+      .run(gone);
+    for (const n of notices)
+      this.insertLooseDelivery({ destinationId: n.destinationId, sourceId: n.sourceId, kind: 'delete', userId: n.userId, body: n.body }, nowMs);
+    this.db
+      .prepare(
+        `UPDATE regulations SET status = 'done', finished_at = ?, deliveries_deleted = deliveries_deleted + ?, notifications_queued = ?,
+           user_ids = '[]', plan = NULL
+         WHERE id = ?`,
+      )
+      .run(nowMs, audience.length, notices.length, id);
+  }
+
+  async reclaimDeleted(): Promise<void> {
+    this.truncateWal();
+  }
+
+  /**
+   * Truncates the WAL after delivered notices were deleted, so that no byte of the user is
+   * left once every notice is through. Notices are rare, so the checkpoint is too. A reader
+   * elsewhere may keep it from finishing: it is then tried again after the next completions.
+   */
+  private forgetNoticesInWal(): void {
+    try {
+      this.truncateWal();
+      this.noticesForgotten = false;
+    } catch {
+      // Still set: the next group of completions tries again.
+    }
+  }
+
+  /**
+   * Copies the WAL into the database file and truncates it to nothing: frames written before
+   * a delete still hold the rows as they were, and a checkpoint alone leaves them in the file
+   * until they are written over.
+   *
+   * @throws Error when a reader elsewhere (a backup, a `sqlite3` session) kept it from finishing.
+   */
+  private truncateWal(): void {
+    const [result] = this.db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
+    if (result?.busy !== 0) throw new Error('the WAL could not be truncated: another connection is reading the database');
   }
 
   async loadCatalog(): Promise<{ sources: SourceConfig[]; destinations: DestinationConfig[] }> {

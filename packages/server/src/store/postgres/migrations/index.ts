@@ -3,6 +3,7 @@ import * as audiences from './002-audiences.js';
 import * as claimOrder from './003-claim-order.js';
 import * as deliveryQueue from './004-delivery-queue.js';
 import * as firstAttemptLog from './005-first-attempt-log.js';
+import * as deletion from './006-deletion.js';
 
 /** Numbered PostgreSQL migrations, applied in order under an advisory lock; `ferry_migrations` records them. */
 export const migrations: { version: number; sql: string }[] = [
@@ -11,4 +12,5 @@ export const migrations: { version: number; sql: string }[] = [
   { version: 3, sql: claimOrder.sql },
   { version: 4, sql: deliveryQueue.sql },
   { version: 5, sql: firstAttemptLog.sql },
+  { version: 6, sql: deletion.sql },
 ];
