@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import type { Store } from '../../src/store/store.js';
 import { ManualClock } from '../../src/util/clock.js';
 import { startFerry, testConfig, webhooksDestination, type TestFerry } from '../helpers/ferry.js';
+import { openFreshPgStore, stopPostgres } from '../helpers/postgres.js';
 import { startReceiver, type TestReceiver } from '../helpers/receiver.js';
+
+after(() => stopPostgres());
 
 describe('deletion requests (regulations)', () => {
   let receiver: TestReceiver;
@@ -89,3 +93,71 @@ describe('deletion requests (regulations)', () => {
     assert.equal((await ferry.admin('GET', '/regulations/reg_missing')).status, 404);
   });
 });
+
+/** Each store: none given means SQLite in the Ferry's data directory. */
+const backends: { name: string; open: () => Promise<{ store?: Store; cleanup: () => Promise<void> }> }[] = [
+  { name: 'sqlite', open: async () => ({ cleanup: async () => {} }) },
+  { name: 'postgres', open: () => openFreshPgStore() },
+];
+
+for (const backend of backends) {
+  describe(`deletion notices go only where the user was (${backend.name})`, () => {
+    let receiver: TestReceiver;
+    let ferry: TestFerry;
+    let cleanup: () => Promise<void>;
+
+    before(async () => {
+      const opened = await backend.open();
+      cleanup = opened.cleanup;
+      receiver = await startReceiver();
+      ferry = await startFerry(
+        testConfig([
+          webhooksDestination('app-hooks', [`${receiver.url}/app`], { sources: ['app'] }),
+          webhooksDestination('other-hooks', [`${receiver.url}/other`], { sources: ['other'] }),
+        ]),
+        { deliver: false, ...(opened.store ? { store: opened.store } : {}) },
+      );
+    });
+    after(async () => {
+      await ferry.stop();
+      await receiver.close();
+      await cleanup();
+    });
+
+    /** Carries out a request and returns the paths its notices were delivered to, sorted. */
+    async function noticesOf(request: { userIds: string[]; sourceIds?: string[] }): Promise<string[]> {
+      const res = await ferry.admin('POST', '/regulations', request);
+      assert.equal(res.status, 202);
+      await ferry.ferry.regulations.idle();
+      const before = receiver.requests.length;
+      await ferry.ferry.worker.runUntilIdle();
+      const got = receiver.requests.slice(before);
+      assert.ok(got.every((r) => r.json.type === 'delete'));
+      return got.map((r) => `${r.path} ${r.json.userId}`).sort();
+    }
+
+    test('without sourceIds, only the destinations of the sources that held the user\'s events are told', async () => {
+      await ferry.send('/v1/track', { userId: 'in-app', event: 'A' });
+      await ferry.ferry.worker.runUntilIdle();
+      assert.deepEqual(await noticesOf({ userIds: ['in-app'] }), ['/app in-app'], 'the other source never saw the user');
+    });
+
+    test('without sourceIds, a user Ferry holds nothing of is not named to anyone', async () => {
+      assert.deepEqual(await noticesOf({ userIds: ['unknown'] }), []);
+    });
+
+    test('a source the request names is told even if it held nothing of the user', async () => {
+      await ferry.send('/v1/track', { userId: 'named', event: 'A' });
+      await ferry.ferry.worker.runUntilIdle();
+      assert.deepEqual(await noticesOf({ userIds: ['named'], sourceIds: ['app', 'other'] }), ['/app named', '/other named']);
+      assert.deepEqual(await noticesOf({ userIds: ['never-seen'], sourceIds: ['other'] }), ['/other never-seen']);
+    });
+
+    test('a source that held only the user\'s anonymous events before login is told too', async () => {
+      await ferry.send('/v1/track', { anonymousId: 'anon-7', event: 'Viewed' }, { writeKey: 'other-write-key' });
+      await ferry.send('/v1/identify', { userId: 'logged-in', anonymousId: 'anon-7' });
+      await ferry.ferry.worker.runUntilIdle();
+      assert.deepEqual(await noticesOf({ userIds: ['logged-in'] }), ['/app logged-in', '/other logged-in']);
+    });
+  });
+}
