@@ -4,7 +4,10 @@
  * crash must delete the same, even though the events that linked the identities may be gone.
  */
 export interface RegulationPlan {
-  /** The highest event id when the plan was made: events stored after it are kept. */
+  /**
+   * The highest event id when the plan was made: events stored after it are kept (SQLite may
+   * give a new event the id of one just deleted, which is then deleted too).
+   */
   maxEventId: number;
   /** The users named, and every user id an alias call links to one of them (either way). */
   userIds: string[];

@@ -751,6 +751,8 @@ async function purgeBatch(
   identity: string,
   limit: number,
 ): Promise<number> {
+  // Each statement must see what committed before it (see deleteDeliveries), whatever the server's default isolation.
+  await client.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
   const only = column === 'anonymous_id' ? 'AND user_id IS NULL' : '';
   const inScope = scope === null ? '' : `AND source_id = ANY($4::text[])`;
   const { rows: events } = await client.query<{ id: number; source_id: string; message_id: string }>(
@@ -804,6 +806,7 @@ async function finishRegulation(
   noticesFor: (affected: AffectedSources) => DeleteNotice[],
   nowMs: number,
 ): Promise<void> {
+  await client.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
   const { rows } = await client.query<{ status: string }>(`SELECT status FROM regulations WHERE id = $1 FOR UPDATE`, [id]);
   if (rows[0]?.status !== 'pending') return;
   // Audience syncs lock their audience row: taking them all here makes a sync either finish
