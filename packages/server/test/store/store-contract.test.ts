@@ -8,6 +8,7 @@ import pg from 'pg';
 import { migrations } from '../../src/store/postgres/migrations/index.js';
 import { toLogEntry } from '../../src/store/postgres/attempt-log.js';
 import { claimedSql, claimPlanner, claimSql, completeSql, completionPlanner, nextDueSql, PgStore } from '../../src/store/postgres/pg-store.js';
+import { migrations as sqliteMigrations } from '../../src/store/sqlite/migrations/index.js';
 import { claimAfterSql, SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { AffectedSources, AttemptRecord, ClaimedDelivery, DeleteNotice, NewEvent, Store } from '../../src/store/store.js';
 import { dropSchema, openFreshPgStore, postgresUrl, stopPostgres, uniqueSchema } from '../helpers/postgres.js';
@@ -299,6 +300,27 @@ for (const backend of backends) {
         assert.equal(await store.nextDueAt(['aud']), t0 + 10, 'the purged job is not due');
       }));
 
+    test('S07e a request interrupted after its purge resumes from its stored plan: the sources found before the purge are still told', () =>
+      withStore(async (store) => {
+        await store.ingest({ receivedAtMs: t0,
+          events: [
+            event('anon', { userId: undefined, anonymousId: 'anon-u', sourceId: 'web' }),
+            event('login', { type: 'identify', anonymousId: 'anon-u' }),
+          ],
+          rejections: [],
+        });
+        await store.createRegulation({ id: 'reg_resume', userIds: ['u1'], sourceIds: null, nowMs: t0 });
+        // The notices cannot be queued (a crash at the last step): every batch is committed, the request still pending.
+        await assert.rejects(store.executeRegulation({ id: 'reg_resume', noticesFor: () => { throw new Error('crash'); }, nowMs: t0 + 1, batchSize: 1 }), /crash/);
+        const pending = (await store.getRegulation('reg_resume'))!;
+        assert.deepEqual([pending.status, pending.eventsDeleted, pending.userIds], ['pending', 2, ['u1']]);
+        assert.equal((await store.stats()).events, 0, 'the identify that linked the anonymous id is gone');
+        const given: AffectedSources[] = [];
+        const done = await store.executeRegulation({ id: 'reg_resume', noticesFor: noticesTo(given, 'd1'), nowMs: t0 + 2 });
+        assert.deepEqual(given, [{ u1: ['app', 'web'] }]);
+        assert.deepEqual([done.status, done.eventsDeleted, done.notificationsQueued], ['done', 2, 1]);
+      }));
+
     test('S07d a delete notice delivered is deleted with its attempts; one still failing stays', () =>
       withStore(async (store) => {
         await store.enqueue(
@@ -532,6 +554,29 @@ describe('SQLite store: one process per file, leases in memory', () => {
         for (let i = 0; i < 8; i++) seen.push(...(await claim(t0 + 7000, 5)));
         assert.ok(range(100, 5).every((n) => seen.includes(n)), `the five whose lease ran out were claimed again within eight claims: ${seen.join(',')}`);
         assert.equal(new Set(seen).size, seen.length, 'no job claimed twice');
+      } finally {
+        await store.close();
+      }
+    }));
+
+  test('migration 3 forgets the user ids of requests already done and the rejections that quoted a refused value', () =>
+    withSqlitePath(async (path) => {
+      const old = new Database(path);
+      for (const m of sqliteMigrations.slice(0, 2)) old.exec(m.sql);
+      old.pragma('user_version = 2');
+      old.exec(`INSERT INTO regulations (id, user_ids, source_ids, status, created_at) VALUES
+        ('reg_done', '["victim-42","u2"]', NULL, 'done', 1), ('reg_pending', '["u3"]', NULL, 'pending', 2);
+        INSERT INTO rejections (source_id, batch_index, code, message, received_at) VALUES
+        ('app', 0, 'invalid_timestamp', 'The message \`timestamp\` is not an ISO 8601 date-time: "victim-42@example.com".', 1),
+        ('app', 1, 'missing_event', 'A track call needs a non-empty \`event\`.', 1);`);
+      old.close();
+      const store = new SqliteStore({ path });
+      try {
+        const done = (await store.getRegulation('reg_done'))!;
+        assert.deepEqual([done.userIds, done.userCount], [[], 2]);
+        const pending = (await store.getRegulation('reg_pending'))!;
+        assert.deepEqual([pending.userIds, pending.userCount], [['u3'], 1]);
+        assert.deepEqual((await store.listRejections({ limit: 10 })).map((r) => r.code), ['missing_event']);
       } finally {
         await store.close();
       }
