@@ -640,7 +640,7 @@ export class PgStore implements Store {
   }
 
   async reclaimDeleted(): Promise<void> {
-    // Outside a transaction, as VACUUM must be. It takes no lock that ingestion or delivery wait for.
+    // Outside a transaction, as VACUUM must be. Ingestion and delivery go on meanwhile (docs/operations.md#deleted-data).
     await this.pool.query(`VACUUM ${purgedTables.join(', ')}`);
   }
 
