@@ -15,9 +15,6 @@ import { FerryError } from './errors/error-codes.js';
 import { ingestRoutes } from './ingest/routes.js';
 import { RegulationRunner } from './regulations/regulation-runner.js';
 import { Catalog } from './routing/catalog.js';
-import { PgAudienceStore } from './store/postgres/pg-audience-store.js';
-import { PgStore } from './store/postgres/pg-store.js';
-import { SqliteAudienceStore } from './store/sqlite/sqlite-audience-store.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
 import type { Store } from './store/store.js';
 import { systemClock, type Clock } from './util/clock.js';
@@ -157,8 +154,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   const worker = new DeliveryWorker({ store, catalog, sender, settings: config.delivery, clock, logger, random: options.random });
   const wake = () => worker.wake();
   const regulations = new RegulationRunner({ store, catalog, clock, logger, onQueued: wake });
-  const audienceStore =
-    store instanceof SqliteStore ? new SqliteAudienceStore(store) : store instanceof PgStore ? new PgAudienceStore(store) : undefined;
+  const audienceStore = store.audiences;
   const audiences = audienceStore
     ? new AudienceSync({ audiences: audienceStore, catalog, clock, logger, settings: config.audiences, onQueued: wake })
     : undefined;

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { validateAudience } from '../audiences/audience-schema.js';
-import type { AudienceKind, AudienceRecord, AudienceStore, SyncOutcome } from '../audiences/audience-store.js';
+import type { AudienceKind, AudienceRecord, SyncOutcome } from '../model/audience.js';
+import type { AudienceStore } from '../store/audience-store.js';
 import type { AudienceSync } from '../audiences/audience-sync.js';
 import { snakeCase } from '../audiences/snake-case.js';
 import { FerryError } from '../errors/error-codes.js';

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { configLimits, formatIssue, validateWith, type ConfigIssue } from '../config/schema.js';
 import type { DestinationConfig } from '../config/model.js';
 import { FerryError } from '../errors/error-codes.js';
-import type { AudienceDefinition, AudienceKind } from './audience-store.js';
+import type { AudienceDefinition, AudienceKind } from '../model/audience.js';
 import { snakeCase } from './snake-case.js';
 
 /** Bounds of the rules; sanity limits, not product limits. */

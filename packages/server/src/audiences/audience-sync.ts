@@ -5,7 +5,8 @@ import { buildAudienceIdentifyBody } from '../destinations/webhooks/body.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { NewDelivery } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
-import type { AudienceRecord, AudienceStore, MembershipChange, SyncOutcome } from './audience-store.js';
+import type { AudienceRecord, MembershipChange, SyncOutcome } from '../model/audience.js';
+import type { AudienceStore } from '../store/audience-store.js';
 import { snakeCase } from './snake-case.js';
 
 /** What the sync needs. Time is injected so windows are tested with a ManualClock. */

@@ -1,7 +1,7 @@
 import type { RetrySettings } from '../config/model.js';
 import { redactUrl } from '../config/redact.js';
-import type { ErrorClass, SendResult } from '../destinations/webhooks/sender.js';
-import type { AttemptOutcome } from '../store/store.js';
+import type { SendResult } from '../destinations/webhooks/sender.js';
+import type { AttemptOutcome, ErrorClass } from '../model/attempt.js';
 
 /**
  * Which failed attempts are worth another try, as data. Every 5xx (the spec retries them),

@@ -6,7 +6,7 @@ import {
   type Rule,
   type SyncOutcome,
   type TraitValue,
-} from '../audiences/audience-store.js';
+} from '../model/audience.js';
 
 /**
  * What the SQL audience stores share: the row shape and its mapping, the select, and the

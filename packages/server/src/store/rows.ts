@@ -1,4 +1,8 @@
-import type { AttemptView, ClaimedDelivery, DeadReason, DeliveryView, Regulation } from './store.js';
+import type { DeadReason } from '../model/attempt.js';
+import type { ClaimedDelivery } from './delivery-queue.js';
+import type { AttemptView, DeliveryView } from './delivery-reads.js';
+import type { RejectionView } from './event-log.js';
+import type { Regulation } from './regulations-store.js';
 
 /**
  * Row shapes shared by the SQL stores (both use the same column names) and their mapping to
@@ -74,6 +78,20 @@ export type ClaimTuple = readonly [
   createdAt: number,
   ...rest: unknown[],
 ];
+
+/** A row of `rejections`. */
+export interface RejectionRow {
+  source_id: string;
+  batch_index: number;
+  code: string;
+  message: string;
+  received_at: number;
+}
+
+/** A kept rejection as the admin API shows it. */
+export function toRejectionView(r: RejectionRow): RejectionView {
+  return { sourceId: r.source_id, index: r.batch_index, code: r.code, message: r.message, receivedAt: iso(r.received_at)! };
+}
 
 /** A delivery as the admin API shows it: camelCase, times in ISO 8601. */
 export function toDeliveryView(r: DeliveryRow): DeliveryView {

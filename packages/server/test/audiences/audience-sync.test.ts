@@ -3,16 +3,14 @@ import { createHmac } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import pino from 'pino';
-import type { AudienceStore } from '../../src/audiences/audience-store.js';
+import { join } from 'node:path';
 import { AudienceSync } from '../../src/audiences/audience-sync.js';
-import { PgAudienceStore } from '../../src/store/postgres/pg-audience-store.js';
 import { PgStore } from '../../src/store/postgres/pg-store.js';
-import { SqliteAudienceStore } from '../../src/store/sqlite/sqlite-audience-store.js';
-import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../../src/store/store.js';
 import { ManualClock } from '../../src/util/clock.js';
 import { adminToken, secret, startFerry, testConfig, webhooksDestination, type TestFerry } from '../helpers/ferry.js';
 import { freshSchema, openFreshPgStore, stopPostgres } from '../helpers/postgres.js';
+import { inSqliteFile } from '../helpers/sqlite.js';
 import { cleanups } from '../helpers/cleanups.js';
 import { startReceiver, type Received, type TestReceiver } from '../helpers/receiver.js';
 
@@ -23,32 +21,35 @@ const handDriven = { audiences: { syncIntervalMs: dayMs } };
 /** One set of scenarios, every store: each suite gets a fresh one (own file or own schema). */
 interface Backend {
   name: 'sqlite' | 'postgres';
-  /** The store to give Ferry (none: SQLite in the Ferry's data directory) and how to drop it after. */
-  open(): Promise<{ store: Store | undefined; cleanup: () => Promise<void> }>;
-  audienceStore(store: Store): AudienceStore;
-  /** Runs a `SELECT COUNT(*)` in the store's own database. */
-  count(store: Store, sql: string): Promise<number>;
+  /**
+   * The store to give Ferry (none: SQLite in the Ferry's data directory), how to drop it after,
+   * and how to run a `SELECT COUNT(*)` in its database over a connection of the test's own.
+   */
+  open(): Promise<{ store: Store | undefined; cleanup: () => Promise<void>; count: (ferry: TestFerry, sql: string) => Promise<number> }>;
 }
 
 const backends: Backend[] = [
   {
     name: 'sqlite',
-    open: async () => ({ store: undefined, cleanup: async () => {} }),
-    audienceStore: (store) => new SqliteAudienceStore(store as SqliteStore),
-    count: async (store, sql) => Number((store as SqliteStore).database.prepare(sql).pluck().get()),
+    open: async () => ({
+      store: undefined,
+      cleanup: async () => {},
+      count: async (ferry, sql) => Number(inSqliteFile(join(ferry.dataDir, 'ferry.db'), (db) => db.prepare(sql).pluck().get())),
+    }),
   },
   {
     name: 'postgres',
-    open: () => openFreshPgStore(),
-    audienceStore: (store) => new PgAudienceStore(store as PgStore),
-    count: (store, sql) => (store as PgStore).withTransaction(async (client) => Number(Object.values((await client.query(sql)).rows[0] as object)[0])),
+    open: async () => {
+      const { store, cleanup, inSchema } = await openFreshPgStore();
+      return { store, cleanup, count: (_ferry, sql) => inSchema(async (client) => Number(Object.values((await client.query(sql)).rows[0] as object)[0])) };
+    },
   },
 ];
 after(() => stopPostgres());
 
 /** A Ferry whose worker and sync loop are driven by hand, two destinations (one disabled) on one receiver. */
-async function setup(backend: Backend): Promise<{ ferry: TestFerry; receiver: TestReceiver; clock: ManualClock; sync: AudienceSync; close: () => Promise<void> }> {
-  const { store, cleanup } = await backend.open();
+async function setup(backend: Backend): Promise<{ ferry: TestFerry; receiver: TestReceiver; clock: ManualClock; sync: AudienceSync; count: (sql: string) => Promise<number>; close: () => Promise<void> }> {
+  const { store, cleanup, count } = await backend.open();
   const receiver = await startReceiver();
   const clock = new ManualClock();
   const ferry = await startFerry(
@@ -69,7 +70,7 @@ async function setup(backend: Backend): Promise<{ ferry: TestFerry; receiver: Te
     await receiver.close();
     await cleanup();
   };
-  return { ferry, receiver, clock, sync: ferry.ferry.audiences, close };
+  return { ferry, receiver, clock, sync: ferry.ferry.audiences, count: (sql) => count(ferry, sql), close };
 }
 
 /** Sends every due job and returns the requests that arrived meanwhile; nothing is due afterwards. */
@@ -210,7 +211,7 @@ for (const backend of backends) {
         const requested = await ferry.admin('POST', '/regulations', { userIds: ['u4'] });
         assert.equal(requested.status, 202);
         await ferry.ferry.regulations.idle();
-        assert.equal(await backend.count(ferry.ferry.store, `SELECT COUNT(*) AS n FROM audience_members WHERE user_id = 'u4'`), 0, 'no trace of u4 is kept');
+        assert.equal(await t.count(`SELECT COUNT(*) AS n FROM audience_members WHERE user_id = 'u4'`), 0, 'no trace of u4 is kept');
         const outcome = await sync.sync('pro-users');
         assert.deepEqual([outcome?.removed, outcome?.forgotten, outcome?.queued, outcome?.memberCount], [0, 0, 0, 3], 'the request removed the member already');
         assert.deepEqual(await deliver(ferry, receiver), [], 'no identify recreates the deleted user');
@@ -225,7 +226,7 @@ for (const backend of backends) {
         assert.equal(deleted.status, 204);
         assert.equal((await ferry.admin('GET', '/audiences/pro-users')).status, 404);
         assert.equal((await ferry.admin('POST', '/audiences/pro-users/sync')).status, 404);
-        assert.equal(await backend.count(ferry.ferry.store, `SELECT COUNT(*) AS n FROM audience_members WHERE audience_id = 'pro-users'`), 0);
+        assert.equal(await t.count(`SELECT COUNT(*) AS n FROM audience_members WHERE audience_id = 'pro-users'`), 0);
       });
     });
 
@@ -328,7 +329,7 @@ for (const backend of backends) {
         await ingest(ferry, [identify('b', { vip: true }), identify('c', { vip: true }), identify('a', { vip: false })]);
         let made = 0;
         const failing = new AudienceSync({
-          audiences: backend.audienceStore(ferry.ferry.store),
+          audiences: ferry.ferry.store.audiences,
           catalog: ferry.ferry.catalog,
           clock,
           logger: pino({ level: 'silent' }),

@@ -1,8 +1,8 @@
 /**
  * docs/errors.md must list every stable error code (with its HTTP status), every attempt
  * ErrorClass and every DeadReason, and nothing that no longer exists. Adding a code to
- * `errors/error-codes.ts`, a member to the `ErrorClass` union (`sender.ts`) or to the
- * `DeadReason` union (`store.ts`) without documenting it fails here.
+ * `errors/error-codes.ts`, or a member to the `ErrorClass` or `DeadReason` union
+ * (`model/attempt.ts`) without documenting it fails here.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -12,8 +12,7 @@ import { errorCodes } from '../../src/errors/error-codes.js';
 const read = (relative: string) => readFileSync(new URL(relative, import.meta.url), 'utf8');
 
 const docs = read('../../../../docs/errors.md');
-const senderSource = read('../../src/destinations/webhooks/sender.ts');
-const storeSource = read('../../src/store/store.ts');
+const attemptSource = read('../../src/model/attempt.ts');
 
 /**
  * The string members of `export type <name> = 'a' | 'b' ...;` in a source file. Comments are
@@ -70,15 +69,15 @@ describe('docs/errors.md', () => {
     }
   });
 
-  test('documents every ErrorClass of an attempt (destinations/webhooks/sender.ts)', () => {
-    const members = unionMembers(senderSource, 'ErrorClass');
+  test('documents every ErrorClass of an attempt (model/attempt.ts)', () => {
+    const members = unionMembers(attemptSource, 'ErrorClass');
     // The classes the worker and the retry policy are built around must still be there.
     for (const known of ['dns', 'connect', 'tls', 'timeout', 'http', 'ssrf']) assert.ok(members.includes(known), known);
     assertSameSet(tableUnder('Attempt error classes').keys(), members, 'ErrorClass values');
   });
 
-  test('documents every DeadReason of a dead letter (store/store.ts)', () => {
-    const members = unionMembers(storeSource, 'DeadReason');
+  test('documents every DeadReason of a dead letter (model/attempt.ts)', () => {
+    const members = unionMembers(attemptSource, 'DeadReason');
     for (const known of ['retry_window_exhausted', 'non_retryable_response', 'destination_deleted']) assert.ok(members.includes(known), known);
     assertSameSet(tableUnder('Dead-letter reasons').keys(), members, 'DeadReason values');
   });

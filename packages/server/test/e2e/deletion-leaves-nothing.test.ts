@@ -2,12 +2,11 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import type { PgStore } from '../../src/store/postgres/pg-store.js';
-import type { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../../src/store/store.js';
 import { ManualClock } from '../../src/util/clock.js';
-import { startFerry, testConfig, webhooksDestination } from '../helpers/ferry.js';
+import { startFerry, testConfig, webhooksDestination, type TestFerry } from '../helpers/ferry.js';
 import { openFreshPgStore, stopPostgres } from '../helpers/postgres.js';
+import { inSqliteFile } from '../helpers/sqlite.js';
 import { startReceiver } from '../helpers/receiver.js';
 
 after(() => stopPostgres());
@@ -29,9 +28,12 @@ interface Hit {
 
 interface Backend {
   name: 'sqlite' | 'postgres';
-  open(): Promise<{ store?: Store; cleanup: () => Promise<void> }>;
-  /** Every row of every table of the store, each as text, searched for the traces. */
-  search(store: Store): Promise<Hit[]>;
+  /**
+   * The store to give Ferry (none: SQLite in the Ferry's data directory), how to drop it
+   * after, and how to search every row of every table of its database, each as text, for the
+   * traces, over a connection of the test's own.
+   */
+  open(): Promise<{ store?: Store; cleanup: () => Promise<void>; search: (ferry: TestFerry) => Promise<Hit[]> }>;
 }
 
 function hitsIn(table: string, rows: Record<string, unknown>[]): Hit[] {
@@ -45,27 +47,35 @@ function hitsIn(table: string, rows: Record<string, unknown>[]): Hit[] {
 const backends: Backend[] = [
   {
     name: 'sqlite',
-    open: async () => ({ cleanup: async () => {} }),
-    search: async (store) => {
-      const db = (store as SqliteStore).database;
-      const tables = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).pluck().all() as string[];
-      return tables.flatMap((t) => hitsIn(t, db.prepare(`SELECT * FROM "${t}"`).all() as Record<string, unknown>[]));
-    },
+    open: async () => ({
+      cleanup: async () => {},
+      search: async (ferry) =>
+        inSqliteFile(join(ferry.dataDir, 'ferry.db'), (db) => {
+          const tables = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).pluck().all() as string[];
+          return tables.flatMap((t) => hitsIn(t, db.prepare(`SELECT * FROM "${t}"`).all() as Record<string, unknown>[]));
+        }),
+    }),
   },
   {
     name: 'postgres',
-    open: () => openFreshPgStore(),
-    search: (store) =>
-      (store as PgStore).withTransaction(async (client) => {
-        const { rows: tables } = await client.query<{ name: string }>(
-          `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`,
-        );
-        const hits: Hit[] = [];
-        // row_to_json: every column as text, whatever its type.
-        for (const { name } of tables)
-          hits.push(...hitsIn(name, (await client.query<{ r: Record<string, unknown> }>(`SELECT row_to_json(t) AS r FROM "${name}" t`)).rows.map((x) => x.r)));
-        return hits;
-      }),
+    open: async () => {
+      const { store, cleanup, inSchema } = await openFreshPgStore();
+      return {
+        store,
+        cleanup,
+        search: () =>
+          inSchema(async (client) => {
+            const { rows: tables } = await client.query<{ name: string }>(
+              `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`,
+            );
+            const hits: Hit[] = [];
+            // row_to_json: every column as text, whatever its type.
+            for (const { name } of tables)
+              hits.push(...hitsIn(name, (await client.query<{ r: Record<string, unknown> }>(`SELECT row_to_json(t) AS r FROM "${name}" t`)).rows.map((x) => x.r)));
+            return hits;
+          }),
+      };
+    },
   },
 ];
 
@@ -84,7 +94,7 @@ function tracesInFiles(dataDir: string): { file: string; found: string[] }[] {
 for (const backend of backends) {
   describe(`a deletion request leaves nothing of the user (${backend.name})`, () => {
     test('stored through every path, deleted, then found nowhere but in the notices until they are delivered', async (t) => {
-      const { store, cleanup } = await backend.open();
+      const { store, cleanup, search } = await backend.open();
       t.after(cleanup);
       let failing = true;
       // Every receiver echoes the body it got, as some do, so the attempt log holds the user too.
@@ -106,7 +116,6 @@ for (const backend of backends) {
         if (!stopped) await ferry.ferry.stop();
         rmSync(ferry.dataDir, { recursive: true, force: true });
       });
-      const ferryStore = ferry.ferry.store;
 
       // Anonymous first, in another source, then identified; aliases both ways; a rejected message.
       const other = { writeKey: 'other-write-key' };
@@ -136,7 +145,7 @@ for (const backend of backends) {
       assert.equal(audienceSent?.json.userId, userId);
 
       // The search can fail: every trace is there before.
-      const before = await backend.search(ferryStore);
+      const before = await search(ferry);
       assert.deepEqual([...new Set(before.flatMap((h) => h.found))].sort(), [...traces].sort());
       for (const table of ['events', 'deliveries', 'attempts', 'audience_members'])
         assert.ok(before.some((h) => h.table === table), `${table} held the user before`);
@@ -149,7 +158,7 @@ for (const backend of backends) {
 
       // What remains: the user id in the notice queued for each destination of an affected
       // source (the user was in both), in its row and its body; nothing else.
-      const queued = await backend.search(ferryStore);
+      const queued = await search(ferry);
       assert.deepEqual(
         queued.map((h) => [h.table, h.row['kind'], h.row['destination_id'], h.row['status'], h.found]).sort(),
         [
@@ -169,14 +178,14 @@ for (const backend of backends) {
       // The failing destination's notice is retried, its attempt (echoing its body) logged with
       // it; the other is deleted once delivered.
       await ferry.ferry.worker.runUntilIdle();
-      const retried = (await backend.search(ferryStore)).map((h) => `${h.table} ${h.row['destination_id'] ?? ''}`).sort();
+      const retried = (await search(ferry)).map((h) => `${h.table} ${h.row['destination_id'] ?? ''}`).sort();
       assert.deepEqual(retried, backend.name === 'sqlite' ? ['attempts ', 'deliveries failing'] : ['deliveries failing']);
       failing = false;
       clock.advance(3_600_000);
       await ferry.ferry.worker.runUntilIdle();
       const notices = receiver.requests.filter((r) => r.json.type === 'delete');
       assert.deepEqual(notices.map((r) => r.path).sort(), ['/failing', '/failing', '/hooks']);
-      assert.deepEqual(await backend.search(ferryStore), [], 'nothing left in any table');
+      assert.deepEqual(await search(ferry), [], 'nothing left in any table');
       if (backend.name === 'sqlite') assert.deepEqual(tracesInFiles(ferry.dataDir), [], 'nor in the bytes of the files while running');
 
       await ferry.ferry.stop();

@@ -143,10 +143,27 @@ export async function freshSchema(onCleanup: (fn: () => Promise<void>) => void):
   return { url, schema };
 }
 
-/** A PgStore on a fresh schema; `cleanup` drops the schema (close the store first). */
-export async function openFreshPgStore(poolSize = 4): Promise<{ store: PgStore; cleanup: () => Promise<void> }> {
+/**
+ * A PgStore on a fresh schema; `cleanup` drops the schema (close the store first). `inSchema`
+ * runs `fn` on a connection of the test's own to the store's schema, so a test reads the
+ * tables without reaching into the store.
+ */
+export async function openFreshPgStore(poolSize = 4): Promise<{
+  store: PgStore;
+  cleanup: () => Promise<void>;
+  inSchema: <T>(fn: (client: pg.Client) => Promise<T>) => Promise<T>;
+}> {
   const url = await postgresUrl();
   const schema = uniqueSchema();
   const store = await PgStore.open({ connectionString: url, schema, poolSize });
-  return { store, cleanup: () => dropSchema(url, schema) };
+  const inSchema = async <T>(fn: (client: pg.Client) => Promise<T>): Promise<T> => {
+    const client = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
+    await client.connect();
+    try {
+      return await fn(client);
+    } finally {
+      await client.end();
+    }
+  };
+  return { store, cleanup: () => dropSchema(url, schema), inSchema };
 }

@@ -7,10 +7,14 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { migrations } from '../../src/store/postgres/migrations/index.js';
 import { toLogEntry } from '../../src/store/postgres/attempt-log.js';
-import { claimedSql, claimPlanner, claimSql, completeSql, completionPlanner, nextDueSql, PgStore } from '../../src/store/postgres/pg-store.js';
+import { claimedSql, claimPlanner, claimSql, nextDueSql } from '../../src/store/postgres/pg-claim.js';
+import { completeSql, completionPlanner } from '../../src/store/postgres/pg-complete.js';
+import { PgStore } from '../../src/store/postgres/pg-store.js';
 import { migrations as sqliteMigrations } from '../../src/store/sqlite/migrations/index.js';
-import { claimAfterSql, SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
-import type { AffectedSources, AttemptRecord, ClaimedDelivery, DeleteNotice, NewEvent, Store } from '../../src/store/store.js';
+import { claimAfterSql } from '../../src/store/sqlite/sqlite-claim.js';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
+import type { AttemptRecord } from '../../src/model/attempt.js';
+import type { AffectedSources, ClaimedDelivery, DeleteNotice, NewEvent, Store } from '../../src/store/store.js';
 import { dropSchema, openFreshPgStore, postgresUrl, stopPostgres, uniqueSchema } from '../helpers/postgres.js';
 
 /** One contract, every implementation: each test gets a fresh store (own file or own schema). */

@@ -7,7 +7,8 @@ import { isIP } from 'node:net';
 import { rootCertificates } from 'node:tls';
 import { Agent, type Dispatcher } from 'undici';
 import { systemClock, type Clock } from '../../util/clock.js';
-import type { ErrorClass, SendRequest, SendResult, WebhookSender } from './sender.js';
+import type { ErrorClass } from '../../model/attempt.js';
+import type { SendRequest, SendResult, WebhookSender } from './sender.js';
 import { createGuardedLookup, refusalReason, SSRF_REFUSED, type NetworkPolicy } from './ssrf-guard.js';
 
 /** Options of {@link createHttpSender}. */

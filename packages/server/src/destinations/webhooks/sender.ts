@@ -1,18 +1,9 @@
+import type { ErrorClass } from '../../model/attempt.js';
+
 /**
  * The transport contract between the delivery worker and the HTTP layer: one POST to one
  * URL, whose outcome is always a value (never a thrown error).
  */
-
-/** Why an attempt failed, as recorded in the attempt log. */
-export type ErrorClass =
-  | 'dns' // the host name did not resolve
-  | 'connect' // TCP connection refused, reset or unreachable
-  | 'tls' // handshake failed: self-signed or untrusted certificate, wrong host name
-  | 'timeout' // no complete response head within the time limit
-  | 'http' // a response arrived with a non-2xx status (3xx included: redirects are not followed)
-  | 'ssrf' // the destination resolved to an address the SSRF guard refuses
-  | 'invalid_url' // the URL cannot be requested at all
-  | 'protocol'; // anything else the transport raised (malformed response, socket closed mid-way)
 
 /** One POST to one URL. */
 export interface SendRequest {

@@ -1,4 +1,5 @@
-import type { AttemptRecord, AttemptView } from '../store.js';
+import type { AttemptRecord } from '../../model/attempt.js';
+import type { AttemptView } from '../delivery-reads.js';
 import { iso, storedText, toAttemptView, type AttemptRow } from '../rows.js';
 
 /**

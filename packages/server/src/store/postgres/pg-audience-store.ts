@@ -1,15 +1,9 @@
 import type pg from 'pg';
-import {
-  type AudienceDefinition,
-  type AudienceKind,
-  type AudienceRecord,
-  type AudienceStore,
-  type MembershipChange,
-  type Rule,
-  type SyncOutcome,
-} from '../../audiences/audience-store.js';
-import type { NewDelivery } from '../store.js';
-import type { PgStore } from './pg-store.js';
+import type { AudienceDefinition, AudienceKind, AudienceRecord, MembershipChange, SyncOutcome } from '../../model/audience.js';
+import type { AudienceStore } from '../audience-store.js';
+import type { NewDelivery } from '../delivery-queue.js';
+import { insertLoose } from './pg-delivery-rows.js';
+import { inTransaction } from './pg-pools.js';
 import { dayMs, diffMembers, selectAudience, settleLeavers, syncOutcome, toRecord, type AudienceRow, type StoredConfig } from '../audience-rows.js';
 
 /*
@@ -86,16 +80,16 @@ async function currentValues(client: pg.PoolClient, audience: AudienceRecord, no
 }
 
 /**
- * Audiences on the database of a {@link PgStore}: each sync runs on one connection in one
- * transaction with its delivery jobs, and starts by locking the audience row, so two nodes
- * syncing one audience take turns and the second diffs against what the first committed.
+ * Audiences on the store's database: each sync runs on one connection in one transaction with
+ * its delivery jobs, and starts by locking the audience row, so two nodes syncing one audience
+ * take turns and the second diffs against what the first committed.
  */
 export class PgAudienceStore implements AudienceStore {
-  constructor(private readonly store: PgStore) {}
+  constructor(private readonly pool: pg.Pool) {}
 
   async create(definition: AudienceDefinition, nowMs: number): Promise<boolean> {
     const config: StoredConfig = { destinationIds: definition.destinationIds, sourceIds: definition.sourceIds, rule: definition.rule };
-    return this.store.withTransaction(async (client) => {
+    return inTransaction(this.pool, async (client) => {
       const result = await client.query(
         `INSERT INTO audiences (id, kind, name, config, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`,
         [definition.id, definition.kind, definition.name, JSON.stringify(config), nowMs],
@@ -105,18 +99,18 @@ export class PgAudienceStore implements AudienceStore {
   }
 
   async get(id: string): Promise<AudienceRecord | null> {
-    return this.store.withTransaction((client) => getAudience(client, id));
+    return inTransaction(this.pool, (client) => getAudience(client, id));
   }
 
   async list(kind: AudienceKind): Promise<AudienceRecord[]> {
-    return this.store.withTransaction(async (client) => {
+    return inTransaction(this.pool, async (client) => {
       const { rows } = await client.query<AudienceRow>(`${selectAudience} WHERE a.kind = $1 ORDER BY a.id`, [kind]);
       return rows.map(toRecord);
     });
   }
 
   async delete(id: string): Promise<boolean> {
-    return this.store.withTransaction(async (client) => {
+    return inTransaction(this.pool, async (client) => {
       // The audience row first: it waits for a sync holding the row lock, so the members
       // that sync commits are deleted below instead of outliving their audience.
       const deleted = (await client.query(`DELETE FROM audiences WHERE id = $1`, [id])).rowCount === 1;
@@ -130,7 +124,7 @@ export class PgAudienceStore implements AudienceStore {
     nowMs: number;
     deliveriesFor: (audience: AudienceRecord, changes: readonly MembershipChange[], syncCount: number) => NewDelivery[];
   }): Promise<SyncOutcome | null> {
-    return this.store.withTransaction(async (client, enqueue) => {
+    return inTransaction(this.pool, async (client) => {
       // Another node syncing this audience holds the lock until it commits; READ COMMITTED
       // then gives every later statement here a snapshot that includes its members.
       const locked = await client.query(`SELECT id FROM audiences WHERE id = $1 FOR UPDATE`, [args.id]);
@@ -154,7 +148,7 @@ export class PgAudienceStore implements AudienceStore {
 
       const syncCount = audience.syncCount + 1;
       const deliveries = changes.length === 0 ? [] : args.deliveriesFor(audience, changes, syncCount);
-      await enqueue(deliveries, args.nowMs);
+      if (deliveries.length > 0) await insertLoose(client, deliveries, args.nowMs);
 
       const upserts = changes.filter((c) => c.change !== 'removed');
       if (upserts.length > 0)

@@ -1,16 +1,8 @@
 import type Database from 'better-sqlite3';
-import {
-  type AudienceDefinition,
-  type AudienceKind,
-  type AudienceRecord,
-  type AudienceStore,
-  type MembershipChange,
-  type Rule,
-  type SyncOutcome,
-  type TraitScalar,
-} from '../../audiences/audience-store.js';
-import type { NewDelivery } from '../store.js';
-import type { SqliteStore } from './sqlite-store.js';
+import type { AudienceDefinition, AudienceKind, AudienceRecord, MembershipChange, SyncOutcome, TraitScalar } from '../../model/audience.js';
+import type { AudienceStore } from '../audience-store.js';
+import type { NewDelivery } from '../delivery-queue.js';
+import type { SqliteDeliveryRows } from './sqlite-delivery-rows.js';
 import { dayMs, diffMembers, selectAudience, settleLeavers, syncOutcome, toRecord, type AudienceRow, type StoredConfig } from '../audience-rows.js';
 
 /**
@@ -71,15 +63,14 @@ function currentValues(db: Database.Database, audience: AudienceRecord, nowMs: n
 }
 
 /**
- * Audiences on the SQLite file of a {@link SqliteStore}: same connection, so a sync's
- * member updates and its delivery jobs commit in one transaction.
+ * Audiences on the SQLite file of the store: same connection, so a sync's member updates and
+ * its delivery jobs commit in one transaction.
  */
 export class SqliteAudienceStore implements AudienceStore {
-  private readonly db: Database.Database;
-
-  constructor(private readonly store: SqliteStore) {
-    this.db = store.database;
-  }
+  constructor(
+    private readonly db: Database.Database,
+    private readonly deliveries: SqliteDeliveryRows,
+  ) {}
 
   async create(definition: AudienceDefinition, nowMs: number): Promise<boolean> {
     const config: StoredConfig = { destinationIds: definition.destinationIds, sourceIds: definition.sourceIds, rule: definition.rule };
@@ -133,7 +124,7 @@ export class SqliteAudienceStore implements AudienceStore {
 
       const syncCount = audience.syncCount + 1;
       const deliveries = changes.length === 0 ? [] : args.deliveriesFor(audience, changes, syncCount);
-      this.store.enqueueInTransaction(deliveries, args.nowMs);
+      for (const d of deliveries) this.deliveries.insertLoose(d, args.nowMs);
 
       const upsert = this.db.prepare(
         `INSERT INTO audience_members (audience_id, user_id, value) VALUES (?, ?, ?)

@@ -1,8 +1,8 @@
-import type { NewDelivery } from '../store/store.js';
-
 /**
- * The model of audiences and computed traits, and the store contract their sync relies on.
- * Rules are data; each store dialect turns them into its own SQL over the stored events.
+ * The model of audiences and computed traits: definitions, rules, sync outcomes. Rules are
+ * data; each store dialect turns them into its own SQL over the stored events. It imports
+ * nothing, so the store (which keeps audiences) and the audiences stage (which syncs them)
+ * both build on it without either reaching into the other.
  */
 
 /** An audience holds users (trait value `true`/`false`); a computed trait gives each user a number. */
@@ -94,35 +94,4 @@ export interface SyncOutcome {
 /** The value sent when a user stops qualifying: `false` for an audience, `0` for a computed trait. */
 export function absentValue(kind: AudienceKind): TraitValue {
   return kind === 'audience' ? false : 0;
-}
-
-/** The kind of resource a rule belongs to. */
-export function kindOfRule(rule: Rule): AudienceKind {
-  return rule.type === 'event_count' ? 'computed_trait' : 'audience';
-}
-
-/**
- * Where audiences, their current members and their sync state live; implemented for SQLite
- * and for PostgreSQL behind this one contract.
- */
-export interface AudienceStore {
-  /** Stores a new audience; false when the id is already taken (by an audience or a computed trait). */
-  create(definition: AudienceDefinition, nowMs: number): Promise<boolean>;
-  get(id: string): Promise<AudienceRecord | null>;
-  /** Every audience of one kind, ordered by id. */
-  list(kind: AudienceKind): Promise<AudienceRecord[]>;
-  /** Deletes the audience and its stored members; jobs already queued still go out. False when unknown. */
-  delete(id: string): Promise<boolean>;
-  /**
-   * Syncs one audience in ONE transaction: computes who qualifies now (at `nowMs`), diffs
-   * that with the stored members, queues the delivery jobs `deliveriesFor` returns for the
-   * changes, stores the new members and bumps the sync count. A crash therefore neither
-   * sends a change twice nor loses one. `deliveriesFor` runs inside the transaction and
-   * must be pure (no I/O). Resolves with null when the audience does not exist.
-   */
-  sync(args: {
-    id: string;
-    nowMs: number;
-    deliveriesFor: (audience: AudienceRecord, changes: readonly MembershipChange[], syncCount: number) => NewDelivery[];
-  }): Promise<SyncOutcome | null>;
 }

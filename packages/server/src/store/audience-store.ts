@@ -1,0 +1,28 @@
+import type { AudienceDefinition, AudienceKind, AudienceRecord, MembershipChange, SyncOutcome } from '../model/audience.js';
+import type { NewDelivery } from './delivery-queue.js';
+
+/**
+ * Where audiences, their current members and their sync state live; implemented for SQLite
+ * and for PostgreSQL behind this one contract.
+ */
+export interface AudienceStore {
+  /** Stores a new audience; false when the id is already taken (by an audience or a computed trait). */
+  create(definition: AudienceDefinition, nowMs: number): Promise<boolean>;
+  get(id: string): Promise<AudienceRecord | null>;
+  /** Every audience of one kind, ordered by id. */
+  list(kind: AudienceKind): Promise<AudienceRecord[]>;
+  /** Deletes the audience and its stored members; jobs already queued still go out. False when unknown. */
+  delete(id: string): Promise<boolean>;
+  /**
+   * Syncs one audience in ONE transaction: computes who qualifies now (at `nowMs`), diffs
+   * that with the stored members, queues the delivery jobs `deliveriesFor` returns for the
+   * changes, stores the new members and bumps the sync count. A crash therefore neither
+   * sends a change twice nor loses one. `deliveriesFor` runs inside the transaction and
+   * must be pure (no I/O). Resolves with null when the audience does not exist.
+   */
+  sync(args: {
+    id: string;
+    nowMs: number;
+    deliveriesFor: (audience: AudienceRecord, changes: readonly MembershipChange[], syncCount: number) => NewDelivery[];
+  }): Promise<SyncOutcome | null>;
+}

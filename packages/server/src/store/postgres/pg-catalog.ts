@@ -1,0 +1,45 @@
+import type pg from 'pg';
+import type { DestinationConfig, SourceConfig } from '../../config/model.js';
+import type { CatalogStore, StoredCatalog } from '../catalog-store.js';
+
+/** Sources, destinations and settings on PostgreSQL, each kept as its JSON under its id. */
+export class PgCatalog implements CatalogStore {
+  constructor(private readonly pool: pg.Pool) {}
+
+  async loadCatalog(): Promise<StoredCatalog> {
+    const sources = await this.pool.query<{ config: string }>(`SELECT config FROM sources ORDER BY id`);
+    const destinations = await this.pool.query<{ config: string }>(`SELECT config FROM destinations ORDER BY id`);
+    return {
+      sources: sources.rows.map((r) => JSON.parse(r.config) as SourceConfig),
+      destinations: destinations.rows.map((r) => JSON.parse(r.config) as DestinationConfig),
+    };
+  }
+
+  async saveSource(source: SourceConfig): Promise<void> {
+    await this.pool.query(`INSERT INTO sources (id, config) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET config = excluded.config`, [source.id, JSON.stringify(source)]);
+  }
+
+  async deleteSource(id: string): Promise<void> {
+    await this.pool.query(`DELETE FROM sources WHERE id = $1`, [id]);
+  }
+
+  async saveDestination(destination: DestinationConfig): Promise<void> {
+    await this.pool.query(`INSERT INTO destinations (id, config) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET config = excluded.config`, [
+      destination.id,
+      JSON.stringify(destination),
+    ]);
+  }
+
+  async deleteDestination(id: string): Promise<void> {
+    await this.pool.query(`DELETE FROM destinations WHERE id = $1`, [id]);
+  }
+
+  async getSetting(key: string): Promise<string | null> {
+    const { rows } = await this.pool.query<{ value: string }>(`SELECT value FROM settings WHERE key = $1`, [key]);
+    return rows[0]?.value ?? null;
+  }
+
+  async setSetting(key: string, value: string): Promise<void> {
+    await this.pool.query(`INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [key, value]);
+  }
+}

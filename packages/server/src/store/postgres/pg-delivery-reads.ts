@@ -1,0 +1,52 @@
+import type pg from 'pg';
+import type { DeliveryDetail, DeliveryFilter, DeliveryReads, DeliveryView } from '../delivery-reads.js';
+import { toDeliveryView, type AttemptRow, type DeliveryRow } from '../rows.js';
+import { attemptLog } from './attempt-log.js';
+
+/**
+ * A delivery as the admin API shows it: while pending, its due time (a lease's end while
+ * held) is the queue row's. Reads `deliveries d LEFT JOIN delivery_queue q`.
+ */
+const deliveryColumns = `d.id, d.destination_id, d.source_id, d.kind, d.status, d.message_id, d.user_id, d.attempt_count, d.created_at,
+  d.first_attempt_at, COALESCE(q.next_attempt_at, d.next_attempt_at) AS next_attempt_at, d.completed_at, d.dead_reason, d.last_error`;
+
+/** Deliveries as operators read them on PostgreSQL: a pending one's due time comes from its queue row. */
+export class PgDeliveryReads implements DeliveryReads {
+  constructor(private readonly pool: pg.Pool) {}
+
+  async listDeliveries(filter: DeliveryFilter): Promise<DeliveryView[]> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    const add = (clause: string, value: unknown) => {
+      params.push(value);
+      where.push(clause.replace('?', `$${params.length}`));
+    };
+    if (filter.status) add('d.status = ?', filter.status);
+    // The dead-letter index holds the rows with a reason, which are exactly the dead ones.
+    if (filter.status === 'dead') where.push('d.dead_reason IS NOT NULL');
+    if (filter.destinationId) add('d.destination_id = ?', filter.destinationId);
+    if (filter.sourceId) add('d.source_id = ?', filter.sourceId);
+    if (filter.messageId) add('d.message_id = ?', filter.messageId);
+    if (filter.afterId !== undefined) add('d.id > ?', filter.afterId);
+    params.push(filter.limit);
+    // Pending deliveries are the queue's rows: found from there rather than among all.
+    const join = filter.status === 'pending' ? 'JOIN' : 'LEFT JOIN';
+    const { rows } = await this.pool.query<DeliveryRow>(
+      `SELECT ${deliveryColumns} FROM deliveries d ${join} delivery_queue q ON q.delivery_id = d.id
+       ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY d.id LIMIT $${params.length}`,
+      params,
+    );
+    return rows.map(toDeliveryView);
+  }
+
+  async getDelivery(id: number): Promise<DeliveryDetail | null> {
+    const { rows } = await this.pool.query<DeliveryRow & { body: string; first_attempt_log: string | null }>(
+      `SELECT ${deliveryColumns}, d.body, d.first_attempt_log FROM deliveries d LEFT JOIN delivery_queue q ON q.delivery_id = d.id WHERE d.id = $1`,
+      [id],
+    );
+    const row = rows[0];
+    if (!row) return null;
+    const attempts = await this.pool.query<AttemptRow>(`SELECT * FROM attempts WHERE delivery_id = $1 ORDER BY id`, [id]);
+    return { delivery: toDeliveryView(row), body: row.body, attempts: attemptLog(row.first_attempt_log, attempts.rows) };
+  }
+}
