@@ -38,6 +38,12 @@ export interface Store extends EventLog, DeliveryQueue, DeliveryReads, Regulatio
   /** Audiences and computed traits, on the same database (a sync's jobs commit with its members). */
   readonly audiences: AudienceStore;
   stats(): Promise<StoreStats>;
+  /**
+   * Resolves when the store can serve; rejects with the reason otherwise (the readiness check,
+   * `GET /health/ready`). SQLite: the last write succeeded, or a test write does now.
+   * PostgreSQL: the server answers a query. Cheap enough for a probe every few seconds.
+   */
+  checkReady(): Promise<void>;
   /** Finishes the work already handed in (completions, queued writes), then lets the database go. */
   close(): Promise<void>;
 }

@@ -507,6 +507,17 @@ for (const backend of backends) {
           url: 'https://w2-b', startedAt: new Date(t0 + 1001).toISOString(), latencyMs: 5000, statusCode: null, errorClass: 'timeout', errorMessage: 'no response head within 5000 ms', responseBody: null, trigger: 'scheduled',
         });
       }));
+
+    test('S17 a store is ready while open, and no longer once closed', async () => {
+      const { store, cleanup } = await backend.open();
+      try {
+        await store.checkReady();
+      } finally {
+        await store.close();
+      }
+      await assert.rejects(store.checkReady());
+      await cleanup();
+    });
   });
 }
 
@@ -535,6 +546,20 @@ function withStoreAndOther(fn: (store: SqliteStore, other: Database.Database) =>
 }
 
 describe('SQLite store: one process per file, leases in memory', () => {
+  test('readiness follows writes: not ready after a commit a lock held elsewhere refused, ready again once a test write succeeds', () =>
+    withStoreAndOther(async (store, other) => {
+      await store.checkReady();
+      other.prepare('BEGIN IMMEDIATE').run();
+      try {
+        await assert.rejects(store.ingest({ receivedAtMs: t0, events: [event('a')], rejections: [] }), { code: 'SQLITE_BUSY' });
+        await assert.rejects(store.checkReady(), { code: 'SQLITE_BUSY' }, 'reads would go on; the test write fails');
+      } finally {
+        other.prepare('COMMIT').run();
+      }
+      await store.checkReady();
+      assert.deepEqual(await store.ingest({ receivedAtMs: t0, events: [event('a')], rejections: [] }), { inserted: 1, duplicates: 0, deliveries: 1 });
+    }));
+
   test('claims in a backlog read on after the last job claimed; jobs before it that are free again come back within a few claims', () =>
     withSqlitePath(async (path) => {
       const store = new SqliteStore({ path });

@@ -173,6 +173,11 @@ export class PgStore implements Store {
     return { events: events.rows[0]!.n, deliveries, rejections: rejections.rows[0]!.n };
   }
 
+  /** The server answers a query (the schema was migrated before the store was opened). */
+  async checkReady(): Promise<void> {
+    await this.pools.main.query('SELECT 1');
+  }
+
   async close(): Promise<void> {
     // Completions already handed in still reach the database: their jobs were sent.
     await this.completions.drained();

@@ -1,4 +1,6 @@
 import type Database from 'better-sqlite3';
+import { isStoreFailure } from '../store-failure.js';
+import type { WriteProbe } from './write-probe.js';
 
 /**
  * When queued work must commit. `durable`: a caller is told "stored" once it commits
@@ -39,7 +41,10 @@ export class GroupCommit {
   private readonly syncFull: Database.Statement;
   private readonly syncNormal: Database.Statement;
 
-  constructor(private readonly db: Database.Database) {
+  constructor(
+    private readonly db: Database.Database,
+    private readonly probe: WriteProbe,
+  ) {
     this.inSavepoint = db.transaction((run: () => unknown) => run());
     this.runGroup = db.transaction((group: PendingWork[]) =>
       group.map((p): ItemResult => {
@@ -86,8 +91,10 @@ export class GroupCommit {
     try {
       if (durable) this.syncFull.run();
       results = this.runGroup(group);
+      this.probe.commitEnded(undefined);
     } catch (error) {
       // The commit itself failed (disk full, read-only file): nothing of the group is stored.
+      this.probe.commitEnded(error);
       for (const p of group) p.reject(error);
       return;
     } finally {
@@ -96,7 +103,11 @@ export class GroupCommit {
     group.forEach((p, i) => {
       const r = results[i]!;
       if (r.ok) p.resolve(r.value);
-      else p.reject(r.error);
+      else {
+        // A lock held elsewhere or a full disk may fail each item rather than the commit.
+        if (isStoreFailure(r.error)) this.probe.commitEnded(r.error);
+        p.reject(r.error);
+      }
     });
   }
 }

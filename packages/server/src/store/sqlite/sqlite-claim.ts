@@ -86,7 +86,7 @@ export class SqliteClaims {
   claim(args: ClaimRequest): ClaimedDelivery[] {
     if (!this.db.open) throw new Error('the store is closed');
     const { destinationId, owner, nowMs, leaseMs, limit } = args;
-    this.probe.assertWritable(nowMs);
+    this.probe.assertRecordsWritable(nowMs);
     this.leases.sweep(nowMs, leaseMs);
     const held = this.leases.heldBy(destinationId);
     let cursor = this.leases.cursor(destinationId);

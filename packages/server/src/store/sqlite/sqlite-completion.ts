@@ -32,7 +32,7 @@ export class SqliteCompletions {
           return kept;
         },
         (error: unknown) => {
-          this.probe.writesFailed(error);
+          this.probe.recordsFailed(error);
           throw error;
         },
       ),

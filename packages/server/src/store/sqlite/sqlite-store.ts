@@ -47,6 +47,7 @@ export class SqliteStore implements Store {
   private readonly db: Database.Database;
   /** Held open for the store's life: see {@link takeOwnership}. */
   private readonly ownership: Database.Database | undefined;
+  private readonly probe: WriteProbe;
   private readonly commits: GroupCommit;
   private readonly leases = new LeaseTable();
   private readonly deliveries: SqliteDeliveryRows;
@@ -62,12 +63,12 @@ export class SqliteStore implements Store {
     let opened: Database.Database | undefined;
     try {
       this.db = opened = openConnection(options.path);
-      const probe = new WriteProbe(this.db);
-      this.commits = new GroupCommit(this.db);
+      this.probe = new WriteProbe(this.db);
+      this.commits = new GroupCommit(this.db, this.probe);
       this.deliveries = new SqliteDeliveryRows(this.db, this.leases);
       this.eventLog = new SqliteEventLog(this.db, this.commits, this.deliveries);
-      this.claims = new SqliteClaims(this.db, this.leases, probe);
-      this.completions = new SqliteCompletions(this.db, this.commits, this.leases, probe, this.deliveries);
+      this.claims = new SqliteClaims(this.db, this.leases, this.probe);
+      this.completions = new SqliteCompletions(this.db, this.commits, this.leases, this.probe, this.deliveries);
       this.reads = new SqliteDeliveryReads(this.db, this.leases);
       this.regulations = new SqliteRegulations(this.db, this.deliveries);
       this.catalog = new SqliteCatalog(this.db);
@@ -179,6 +180,10 @@ export class SqliteStore implements Store {
     const events = (this.db.prepare(`SELECT COUNT(*) AS n FROM events`).get() as { n: number }).n;
     const rejections = (this.db.prepare(`SELECT COALESCE(SUM(count), 0) AS n FROM rejection_counts`).get() as { n: number }).n;
     return { events, deliveries, rejections };
+  }
+
+  async checkReady(): Promise<void> {
+    this.probe.assertReady(Date.now());
   }
 
   async close(): Promise<void> {
