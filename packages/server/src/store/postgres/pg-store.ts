@@ -36,7 +36,7 @@ const schemaName = /^[a-z_][a-z0-9_]*$/;
  * claims due jobs with `FOR UPDATE SKIP LOCKED` under a lease (pg-claim.ts), so nodes never
  * send the same job at once and a node that dies leaves jobs that another picks up when the
  * lease runs out. Each ingestion request commits in its own transaction before it is
- * answered. This class only ties the parts together; each method hands its work to the module
+ * answered. This class ties the parts together: each role method hands its work to the module
  * of its concern.
  */
 export class PgStore implements Store {

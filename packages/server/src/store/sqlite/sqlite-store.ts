@@ -32,8 +32,8 @@ export interface SqliteStoreOptions {
  * The embedded store: one SQLite file in WAL mode with full sync, so a resolved `ingest`
  * has reached the disk. Concurrent ingestion requests are committed together (group commit,
  * group-commit.ts). One process owns the file while the store is open (ownership-lock.ts), and
- * holds its delivery leases in memory (lease-table.ts). This class only ties the parts
- * together; each method hands its work to the module of its concern.
+ * holds its delivery leases in memory (lease-table.ts). This class ties the parts together:
+ * each role method hands its work to the module of its concern.
  */
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
