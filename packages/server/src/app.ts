@@ -3,8 +3,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
-import { audienceRoutes } from './admin/audience-routes.js';
-import { adminRoutes, hashToken } from './admin/routes.js';
+import { registerAdminApi } from './admin/admin-api.js';
+import { assertStrongAdminToken, hashToken } from './admin/admin-auth.js';
 import { AudienceSync } from './audiences/audience-sync.js';
 import { defaultHttpServerSettings, type HttpServerSettings } from './config/defaults.js';
 import type { FerryConfig } from './config/model.js';
@@ -121,14 +121,14 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
       redact: { paths: ['req.headers.authorization', '*.writeKey', '*.sharedSecret', 'headers.authorization'], censor: '[redacted]' },
     });
   const { config } = options;
+  const givenToken = options.adminToken?.trim();
+  if (givenToken !== undefined) assertStrongAdminToken(givenToken);
   const store = options.store ?? new SqliteStore({ path: join(options.dataDir ?? './.ferry', 'ferry.db') });
   const catalog = new Catalog(store, clock);
   await catalog.init({ sources: config.sources, destinations: config.destinations });
 
   let generatedAdminToken: string | undefined;
   let adminTokenHash: Buffer;
-  const givenToken = options.adminToken?.trim();
-  if (options.adminToken !== undefined && !givenToken) throw new Error('the admin token is empty');
   if (givenToken) {
     adminTokenHash = hashToken(givenToken);
     // A token set by the operator retires a generated one (perhaps leaked): unsetting it
@@ -202,14 +202,15 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   );
   app.get('/health', async () => ({ status: 'ok', version: ferryVersion, store: store.kind }));
   await app.register(async (scope) => ingestRoutes(scope, { store, catalog, clock, logger, onCommitted: wake }));
-  await app.register(
-    async (scope) => {
-      await adminRoutes(scope, { store, catalog, clock, regulations, adminTokenHash, onQueued: wake });
-      // Same scope, so the admin Bearer-token hook guards these routes too.
-      if (audienceStore && audiences) await audienceRoutes(scope, { audiences: audienceStore, sync: audiences, catalog, clock });
-    },
-    { prefix: '/admin/v1' },
-  );
+  await registerAdminApi(app, {
+    store,
+    catalog,
+    clock,
+    regulations,
+    adminTokenHash,
+    onQueued: wake,
+    audiences: audienceStore && audiences ? { store: audienceStore, sync: audiences } : undefined,
+  });
 
   let stopping: Promise<void> | undefined;
   let catalogTimer: NodeJS.Timeout | undefined;

@@ -62,7 +62,7 @@ describe('ferry serve', () => {
       HOOK_SECRET: 'super-secret-hmac',
       FERRY_ALLOW_PRIVATE_NETWORKS: '1',
       FERRY_LOG_LEVEL: 'debug',
-      FERRY_ADMIN_TOKEN: 'cli-admin',
+      FERRY_ADMIN_TOKEN: 'cli-admin-token-of-32-characters',
     });
     after(() => void ferry.child.kill('SIGKILL'));
     const [, base] = await ferry.waitForOutput(/listening on (http:\/\/\S+)/);
@@ -75,7 +75,7 @@ describe('ferry serve', () => {
       PORT: '0',
       APP_KEY: 'k',
       HOOK_SECRET: 's',
-      FERRY_ADMIN_TOKEN: 'cli-admin',
+      FERRY_ADMIN_TOKEN: 'cli-admin-token-of-32-characters',
     });
     assert.equal((await second.exited).code, 1);
     assert.match(second.output(), /ferry: .*ferry\.db is in use by another Ferry process/);
@@ -89,7 +89,7 @@ describe('ferry serve', () => {
     assert.equal(got!.headers['x-signature'], createHmac('sha1', 'super-secret-hmac').update(got!.body).digest('hex'));
     // A failed attempt is logged; neither secret may appear anywhere in the output.
     await ferry.waitForOutput(/delivery will be retried/);
-    const admin = await fetch(`${base}/admin/v1/destinations/d`, { headers: { authorization: 'Bearer cli-admin' } });
+    const admin = await fetch(`${base}/admin/v1/destinations/d`, { headers: { authorization: 'Bearer cli-admin-token-of-32-characters' } });
     const adminText = await admin.text();
     ferry.child.kill('SIGTERM');
     assert.equal((await ferry.exited).code, 0);
