@@ -13,15 +13,17 @@ import type { WebhookSender } from './destinations/webhooks/sender.js';
 import { DeliveryWorker } from './delivery/worker.js';
 import { FerryError } from './errors/error-codes.js';
 import { ingestRoutes } from './ingest/routes.js';
+import { healthRoutes } from './lifecycle/health-routes.js';
+import { Lifecycle, type StopOptions } from './lifecycle/lifecycle.js';
 import { RegulationRunner } from './regulations/regulation-runner.js';
 import { Catalog } from './routing/catalog.js';
 import { PgAudienceStore } from './store/postgres/pg-audience-store.js';
 import { PgStore } from './store/postgres/pg-store.js';
 import { SqliteAudienceStore } from './store/sqlite/sqlite-audience-store.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
+import { isStoreFailure } from './store/store-failure.js';
 import type { Store } from './store/store.js';
 import { systemClock, type Clock } from './util/clock.js';
-import { ferryVersion } from './util/version.js';
 
 /** Everything a Ferry server is built from. Only `config` is required. */
 export interface FerryOptions {
@@ -71,8 +73,12 @@ export interface Ferry {
   readonly generatedAdminToken: string | undefined;
   /** Listens on the port (0: any free one) and starts delivering; resolves with the base URL. */
   start(port: number, host?: string): Promise<string>;
-  /** Stops accepting, lets in-flight requests and deliveries finish, returns held jobs, closes the store. */
-  stop(): Promise<void>;
+  /**
+   * Drains and stops: readiness fails and new requests get 503 at once, attempts and requests
+   * in flight finish, held jobs go back to the queue, then the listener and the store close.
+   * See {@link StopOptions} for the drain's length.
+   */
+  stop(options?: StopOptions): Promise<void>;
 }
 
 const adminTokenSetting = 'admin_token_sha256';
@@ -94,21 +100,6 @@ function guardBodyDeadline(raw: IncomingMessage, response: ServerResponse, bodyT
   const clear = () => clearTimeout(timer);
   raw.once('end', clear);
   raw.once('close', clear);
-}
-
-/**
- * Whether an error comes from the database being unavailable (locked, full, read-only, down,
- * unreachable) rather than from a fault in Ferry: those answer 503, as ingestion does.
- */
-function isStoreFailure(error: unknown): boolean {
-  const code = (error as { code?: unknown }).code;
-  if (typeof code !== 'string') return false;
-  return (
-    /^SQLITE_(BUSY|LOCKED|FULL|IOERR|READONLY|CANTOPEN|PROTOCOL)/.test(code) ||
-    // PostgreSQL: connection exceptions (08), insufficient resources (53), operator intervention (57).
-    /^(08|53|57)[0-9A-Z]{3}$/.test(code) ||
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code)
-  );
 }
 
 /** Builds a Ferry server: store, catalog, ingestion and admin HTTP API, delivery worker. */
@@ -177,9 +168,10 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     trustProxy: ['1', 'true', 'yes'].includes((process.env['FERRY_TRUST_PROXY'] ?? '').toLowerCase()),
   });
   app.server.maxConnections = limits.maxConnections;
-  let closing = false;
+  let catalogTimer: NodeJS.Timeout | undefined;
+  const lifecycle = new Lifecycle({ app, worker, audiences, regulations, sender, store, onStopping: () => clearInterval(catalogTimer) });
+  app.addHook('onRequest', lifecycle.refuseWhileDraining);
   app.addHook('onRequest', async (request, reply) => {
-    if (closing) return reply.code(503).header('connection', 'close').send(new FerryError('shutting_down').toBody());
     if (!request.raw.complete) guardBodyDeadline(request.raw, reply.raw, limits.bodyTimeoutMs);
   });
   app.setErrorHandler((error: FastifyError | FerryError, request, reply) => {
@@ -200,7 +192,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send(new FerryError('not_found', `no route ${request.method} ${request.url.split('?')[0]}`).toBody()),
   );
-  app.get('/health', async () => ({ status: 'ok', version: ferryVersion, store: store.kind }));
+  await healthRoutes(app, { store, logger, draining: () => lifecycle.draining });
   await app.register(async (scope) => ingestRoutes(scope, { store, catalog, clock, logger, onCommitted: wake }));
   await registerAdminApi(app, {
     store,
@@ -212,8 +204,6 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     audiences: audienceStore && audiences ? { store: audienceStore, sync: audiences } : undefined,
   });
 
-  let stopping: Promise<void> | undefined;
-  let catalogTimer: NodeJS.Timeout | undefined;
   return {
     app,
     store,
@@ -239,29 +229,6 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
       }
       return address.replace('[::1]', 'localhost');
     },
-    stop() {
-      stopping ??= (async () => {
-        closing = true;
-        if (catalogTimer) clearInterval(catalogTimer);
-        // Every step runs even if one before it failed (say the store is down), so the sender's
-        // sockets and the store's connections are always closed; the first error is rethrown.
-        const errors: unknown[] = [];
-        const step = async (fn: () => Promise<unknown> | undefined) => {
-          try {
-            await fn();
-          } catch (error) {
-            errors.push(error);
-          }
-        };
-        await step(() => app.close());
-        await step(() => audiences?.stop());
-        await step(() => worker.stop());
-        await step(() => regulations.idle());
-        await step(() => sender.close());
-        await step(() => store.close());
-        if (errors.length > 0) throw errors[0];
-      })();
-      return stopping;
-    },
+    stop: (stopOptions) => lifecycle.stop(stopOptions),
   };
 }

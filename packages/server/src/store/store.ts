@@ -279,5 +279,11 @@ export interface Store {
   getSetting(key: string): Promise<string | null>;
   setSetting(key: string, value: string): Promise<void>;
 
+  /**
+   * Resolves when the store answers and can write; rejects with the reason otherwise (the
+   * readiness check, `GET /health/ready`). Cheap enough for a probe every few seconds.
+   */
+  checkReady(): Promise<void>;
+
   close(): Promise<void>;
 }
