@@ -127,6 +127,8 @@ test('SIGTERM drains: readiness 503 at once, new requests 503 with Connection: c
   assert.equal(ready.status, 503);
   assert.equal(((await ready.json()) as any).errors[0].code, 'shutting_down');
   assert.equal((await fetch(`${base}/health`)).status, 200, 'liveness holds during the drain');
+  const admin = await fetch(`${base}/admin/v1/stats`, { headers: { authorization: 'Bearer drain-test-admin-token-32-characters' } });
+  assert.equal(admin.status, 503, 'the admin API is refused too');
 
   // The attempt in flight finishes; then the process stops by itself.
   for (const res of held) res.writeHead(200).end('ok');
