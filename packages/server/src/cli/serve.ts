@@ -18,23 +18,25 @@ export interface ServeOptions {
   drainMs?: string;
 }
 
-/** The process settings in force: flags win over the environment, which wins over defaults. */
+/** The process settings in force: flags win over the environment, which wins over defaults. An empty variable counts as unset. */
 export function resolveServeSettings(flags: ServeOptions, env: NodeJS.ProcessEnv) {
-  const port = Number(flags.port ?? env['PORT'] ?? defaultProcessSettings.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`port must be an integer from 0 to 65535 (got ${flags.port ?? env['PORT']})`);
-  const rawDrain = flags.drainMs ?? env['FERRY_DRAIN_MS'];
-  const drainMs = rawDrain === undefined || rawDrain === '' ? defaultProcessSettings.drainMs : Number(rawDrain);
-  if (!Number.isInteger(drainMs) || drainMs < 0 || drainMs > 300_000)
+  const fromEnv = (name: string) => env[name] || undefined;
+  const rawPort = flags.port ?? fromEnv('PORT');
+  const port = rawPort === undefined ? defaultProcessSettings.port : Number(rawPort);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`port must be an integer from 0 to 65535 (got ${rawPort})`);
+  const rawDrain = flags.drainMs ?? fromEnv('FERRY_DRAIN_MS');
+  const drainMs = rawDrain === undefined ? defaultProcessSettings.drainMs : Number(rawDrain);
+  if (rawDrain?.trim() === '' || !Number.isInteger(drainMs) || drainMs < 0 || drainMs > 300_000)
     throw new Error(`the drain time (--drain-ms, FERRY_DRAIN_MS) must be an integer from 0 to 300000 ms (got ${rawDrain})`);
   return {
-    configPath: resolve(flags.config ?? env['FERRY_CONFIG'] ?? defaultProcessSettings.configFile),
+    configPath: resolve(flags.config ?? fromEnv('FERRY_CONFIG') ?? defaultProcessSettings.configFile),
     port,
-    host: flags.host ?? env['HOST'] ?? defaultProcessSettings.host,
+    host: flags.host ?? fromEnv('HOST') ?? defaultProcessSettings.host,
     drainMs,
-    dataDir: resolve(flags.data ?? env['FERRY_DATA_DIR'] ?? defaultProcessSettings.dataDir),
-    databaseUrl: env['DATABASE_URL'] || undefined,
-    databaseSchema: env['FERRY_DATABASE_SCHEMA'] || undefined,
-    adminToken: env['FERRY_ADMIN_TOKEN'] || undefined,
+    dataDir: resolve(flags.data ?? fromEnv('FERRY_DATA_DIR') ?? defaultProcessSettings.dataDir),
+    databaseUrl: fromEnv('DATABASE_URL'),
+    databaseSchema: fromEnv('FERRY_DATABASE_SCHEMA'),
+    adminToken: fromEnv('FERRY_ADMIN_TOKEN'),
   };
 }
 
