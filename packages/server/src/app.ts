@@ -108,7 +108,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   const logger =
     options.logger ??
     pino({
-      level: process.env['FERRY_LOG_LEVEL'] ?? 'info',
+      level: process.env['FERRY_LOG_LEVEL'] || 'info',
       redact: { paths: ['req.headers.authorization', '*.writeKey', '*.sharedSecret', 'headers.authorization'], censor: '[redacted]' },
     });
   const { config } = options;

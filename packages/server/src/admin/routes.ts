@@ -160,7 +160,9 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     if (!found) throw new FerryError('not_found', `no delivery ${request.params.id}`);
     return { ...found.delivery, body: found.body, attempts: found.attempts };
   });
-  app.get<{ Querystring: ListQuery }>('/dead-letters', { config: { query: listParameters } }, async (request) => list(request.query, 'dead'));
+  app.get<{ Querystring: ListQuery }>('/dead-letters', { config: { query: listParameters.filter((p) => p !== 'status') } }, async (request) =>
+    list(request.query, 'dead'),
+  );
   app.post<{ Params: { id: string } }>('/dead-letters/:id/replay', async (request) => {
     const id = deliveryId(request.params.id);
     const replayed = await store.replay({ ids: [id], destinationIdsIn: existingDestinations() }, clock.now());

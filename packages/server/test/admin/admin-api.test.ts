@@ -53,6 +53,7 @@ describe('the admin API refuses what it does not define', () => {
       ['/deliveries?userId=u1', ['userId']],
       ['/deliveries?status=pending&userId=u1&foo=1', ['userId', 'foo']],
       ['/dead-letters?userId=u1', ['userId']],
+      ['/dead-letters?status=pending', ['status']],
       ['/rejections?status=dead', ['status']],
       ['/sources?limit=5', ['limit']],
       ['/sources/app?verbose=1', ['verbose']],
