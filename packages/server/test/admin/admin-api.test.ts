@@ -168,6 +168,41 @@ describe('PATCH /destinations/{id} is a JSON merge patch (RFC 7396)', () => {
   });
 });
 
+describe('hostile admin bodies', () => {
+  let t: TestFerry;
+  before(async () => {
+    t = await startFerry(testConfig([webhooksDestination('hooks', ['https://a.example.com/hook'])]), { deliver: false });
+  });
+  after(() => t.stop());
+  const raw = async (method: string, path: string, body: string, contentType = 'application/json') => {
+    const res = await fetch(`${t.url}/admin/v1${path}`, { method, headers: { authorization: `Bearer ${adminToken}`, 'content-type': contentType }, body });
+    return { status: res.status, json: (await res.json()) as any };
+  };
+
+  test('a __proto__ or constructor.prototype key is refused before it reaches a route; nothing changes', async () => {
+    const before = t.ferry.catalog.destination('hooks');
+    for (const [method, path, contentType] of [
+      ['PATCH', '/destinations/hooks', 'application/json'],
+      ['PATCH', '/destinations/hooks', 'application/merge-patch+json'],
+      ['POST', '/regulations', 'application/json'],
+    ] as const) {
+      for (const body of ['{"__proto__":{"enabled":false}}', '{"constructor":{"prototype":{"enabled":false}}}']) {
+        const res = await raw(method, path, body, contentType);
+        assert.equal(res.status, 400, `${method} ${path} ${body}`);
+        assert.ok(['bad_request', 'invalid_json'].includes(res.json.errors[0].code), res.json.errors[0].code);
+      }
+    }
+    assert.deepEqual(t.ferry.catalog.destination('hooks'), before);
+    assert.equal(({} as { enabled?: unknown }).enabled, undefined, 'no prototype was touched');
+  });
+
+  test('${VAR} in an admin body is kept as text: the server\'s environment cannot be read back', async () => {
+    const res = await t.admin('PATCH', '/destinations/hooks', { settings: { webhooks: [{ url: 'https://a.example.com/hook', headers: { 'X-Token': '${FERRY_ADMIN_TOKEN}' } }] } });
+    assert.equal(res.status, 200);
+    assert.equal(t.ferry.catalog.destination('hooks')!.settings.webhooks[0]!.headers['X-Token'], '${FERRY_ADMIN_TOKEN}');
+  });
+});
+
 describe('the admin token', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'ferry-token-'));
   after(() => rmSync(dataDir, { recursive: true, force: true }));
