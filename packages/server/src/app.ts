@@ -33,7 +33,10 @@ export interface FerryOptions {
   dataDir?: string;
   /** A ready store (e.g. PostgreSQL); otherwise SQLite in `dataDir`. */
   store?: Store;
-  /** The admin API's Bearer token. When absent, one is generated, and `generatedAdminToken` holds it. */
+  /**
+   * The admin API's Bearer token, at least 32 characters (a shorter one is refused). When
+   * absent, one is generated, and `generatedAdminToken` holds it.
+   */
   adminToken?: string;
   /** Time for delivery decisions, leases and timestamps; tests inject a manual clock. Default: the system clock. */
   clock?: Clock;
@@ -162,7 +165,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     http: { headersTimeout: limits.headersTimeoutMs, connectionsCheckingInterval: limits.connectionsCheckingIntervalMs },
     bodyLimit: 1024 * 1024,
-    // Our own 503 below answers in the error format while stopping.
+    // The lifecycle's own 503 answers in the error format while stopping.
     return503OnClosing: false,
     // Behind a reverse proxy, FERRY_TRUST_PROXY=1 takes the client address from X-Forwarded-For (context.ip).
     trustProxy: ['1', 'true', 'yes'].includes((process.env['FERRY_TRUST_PROXY'] ?? '').toLowerCase()),
