@@ -45,7 +45,7 @@ export async function startFromSettings(
   settings: ReturnType<typeof resolveServeSettings>,
   env: NodeJS.ProcessEnv,
   override?: (config: FerryConfig) => FerryConfig,
-): Promise<{ ferry: Ferry; url: string; config: FerryConfig }> {
+): Promise<{ ferry: Ferry; url: string }> {
   let config = applyEnvironment(loadConfigFile(settings.configPath, env), env);
   if (override) config = override(config);
   const store = settings.databaseUrl ? await openPostgres(settings.databaseUrl, settings.databaseSchema) : undefined;
@@ -57,7 +57,7 @@ export async function startFromSettings(
     throw new Error(problem);
   }
   const url = await ferry.start(settings.port, settings.host);
-  return { ferry, url, config };
+  return { ferry, url };
 }
 
 /** The PostgreSQL store named by DATABASE_URL; any other scheme is refused rather than ignored. */
@@ -82,8 +82,10 @@ export function displayUrl(url: string): string {
 export async function serveCommand(flags: ServeOptions): Promise<void> {
   const settings = resolveServeSettings(flags, process.env);
   const { ferry, url } = await startFromSettings(settings, process.env);
-  const base = displayUrl(url);
   const print = (line: string) => process.stdout.write(line + '\n');
+  // Before the banner: whoever reads it may send SIGTERM at once.
+  stopOnSignals(ferry, print, settings.drainMs);
+  const base = displayUrl(url);
   print(`Ferry listening on ${base} (store: ${ferry.store.kind === 'sqlite' ? `sqlite in ${settings.dataDir}` : 'postgres'})`);
   print(`  ingestion: POST ${base}/v1/batch  (Basic auth: a source's write key as user name)`);
   // What is live: the store's catalogue, where the file's entries were applied and admin-made ones live on.
@@ -91,5 +93,4 @@ export async function serveCommand(flags: ServeOptions): Promise<void> {
   print(`  sources: ${ids(ferry.catalog.sources())}; destinations: ${ids(ferry.catalog.destinations())}`);
   if (ferry.generatedAdminToken)
     print(`  admin token (shown once; set FERRY_ADMIN_TOKEN to choose your own): ${ferry.generatedAdminToken}`);
-  stopOnSignals(ferry, print, settings.drainMs);
 }

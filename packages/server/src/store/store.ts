@@ -280,8 +280,9 @@ export interface Store {
   setSetting(key: string, value: string): Promise<void>;
 
   /**
-   * Resolves when the store answers and can write; rejects with the reason otherwise (the
-   * readiness check, `GET /health/ready`). Cheap enough for a probe every few seconds.
+   * Resolves when the store can serve; rejects with the reason otherwise (the readiness check,
+   * `GET /health/ready`). SQLite: the last write succeeded, or a test write does now.
+   * PostgreSQL: the server answers a query. Cheap enough for a probe every few seconds.
    */
   checkReady(): Promise<void>;
 

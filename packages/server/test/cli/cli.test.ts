@@ -150,7 +150,7 @@ describe('ferry serve start banner', () => {
     await ferry.waitForOutput(/sources: .*; destinations: .*/);
     assert.match(ferry.output(), /^ {2}sources: app, made-by-api; destinations: api-hooks$/m);
     ferry.child.kill('SIGTERM');
-    assert.equal((await ferry.exited).code, 0);
+    assert.deepEqual(await ferry.exited, { code: 0, signal: null }, ferry.output());
   });
 });
 
