@@ -36,7 +36,7 @@ test('readiness fails while the store cannot write, and recovers by itself; live
   const during = await readiness(ferry.url);
   assert.equal(during.status, 503);
   assert.equal(during.json.errors[0].code, 'store_unavailable');
-  assert.doesNotMatch(JSON.stringify(during.json), /ferry\.db|\/tmp/, 'the answer names no file');
+  assert.ok(!JSON.stringify(during.json).includes(ferry.dataDir) && !JSON.stringify(during.json).includes('ferry.db'), 'the answer names no file');
   assert.equal((await fetch(`${ferry.url}/health`)).status, 200, 'liveness does not follow the store');
 
   other.prepare('COMMIT').run();
