@@ -74,7 +74,21 @@ export const defaultProcessSettings = Object.freeze({
   dataDir: './.ferry',
   /** `FERRY_LOG_LEVEL`: a pino level. */
   logLevel: 'info',
+  /**
+   * `--drain-ms`, `FERRY_DRAIN_MS`: after SIGTERM the listener answers new requests 503 for
+   * at least this long. 5 s: a few probe periods of a load balancer's readiness check, and
+   * well inside Kubernetes' 30 s before SIGKILL.
+   */
+  drainMs: 5_000,
+  /** `--host`, `HOST`: every interface (the demo, `ferry dev`, binds loopback only). */
+  host: '0.0.0.0',
 });
+
+/**
+ * The write key of the repository's demo configuration (`ferry.config.yaml`). It is public,
+ * so `ferry serve` refuses to listen beyond loopback while a source uses it.
+ */
+export const demoWriteKey = 'demo-write-key';
 
 /**
  * Limits of the HTTP server against slow and idle clients. Real clients send a request in

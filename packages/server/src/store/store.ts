@@ -303,5 +303,12 @@ export interface Store {
   getSetting(key: string): Promise<string | null>;
   setSetting(key: string, value: string): Promise<void>;
 
+  /**
+   * Resolves when the store can serve; rejects with the reason otherwise (the readiness check,
+   * `GET /health/ready`). SQLite: the last write succeeded, or a test write does now.
+   * PostgreSQL: the server answers a query. Cheap enough for a probe every few seconds.
+   */
+  checkReady(): Promise<void>;
+
   close(): Promise<void>;
 }

@@ -7,7 +7,7 @@ import { createFerry, type Ferry, type FerryOptions } from '../../src/app.js';
 import { configFromObject } from '../../src/config/load.js';
 import type { FerryConfig } from '../../src/config/model.js';
 
-export const adminToken = 'test-admin-token';
+export const adminToken = 'test-admin-token-of-32-characters';
 export const writeKey = 'test-write-key';
 export const secret = 'test-shared-secret';
 

@@ -681,6 +681,11 @@ export class PgStore implements Store {
     await this.pool.query(`INSERT INTO settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [key, value]);
   }
 
+  /** The server answers a query (the schema was migrated before the store was opened). */
+  async checkReady(): Promise<void> {
+    await this.pool.query('SELECT 1');
+  }
+
   async close(): Promise<void> {
     // Completions already handed in still reach the database: their jobs were sent.
     await this.completions.drained();

@@ -36,6 +36,7 @@ import {
 } from '../rows.js';
 import { defaultPurgeBatchSize, LinkedIdentities, type RegulationPlan } from '../../regulations/regulation-plan.js';
 import { Batcher } from '../../util/batcher.js';
+import { isStoreFailure } from '../store-failure.js';
 import { migrations } from './migrations/index.js';
 
 /** Options of the SQLite store. */
@@ -235,6 +236,8 @@ export class SqliteStore implements Store {
   private recordsFailing: unknown;
   /** While {@link recordsFailing}, when the next test write may be tried. */
   private nextProbeAtMs = 0;
+  /** Why the last group commit failed (a full disk, a lock held elsewhere), until one succeeds. */
+  private commitFailing: unknown;
 
   constructor(options: SqliteStoreOptions) {
     if (options.path !== ':memory:') this.ownership = takeOwnership(options.path);
@@ -393,8 +396,10 @@ export class SqliteStore implements Store {
     try {
       if (durable) this.syncFull.run();
       results = this.runGroup(group);
+      this.commitFailing = undefined;
     } catch (error) {
       // The commit itself failed (disk full, read-only file): nothing of the group is stored.
+      this.commitFailing = error;
       for (const p of group) p.reject(error);
       return;
     } finally {
@@ -403,7 +408,11 @@ export class SqliteStore implements Store {
     group.forEach((p, i) => {
       const r = results[i]!;
       if (r.ok) p.resolve(r.value);
-      else p.reject(r.error);
+      else {
+        // A lock held elsewhere or a full disk may fail each item rather than the commit.
+        if (isStoreFailure(r.error)) this.commitFailing = r.error;
+        p.reject(r.error);
+      }
     });
   }
 
@@ -978,6 +987,24 @@ export class SqliteStore implements Store {
   /** Runs a synchronous function inside one transaction; for modules that own extra tables (audiences). */
   get database(): Database.Database {
     return this.db;
+  }
+
+  /**
+   * Reads succeed on a full disk, so readiness follows writes: while the last commit (or the
+   * last record of outcomes) failed, a test write decides, and its success clears the failure.
+   */
+  async checkReady(): Promise<void> {
+    if (!this.db.open) throw new Error('the store is closed');
+    if (this.commitFailing === undefined && this.recordsFailing === undefined) return;
+    try {
+      // Without waiting for a lock: the probe must answer at once.
+      this.db.pragma('busy_timeout = 0');
+      this.stmts.probeWrite.run(Date.now());
+      this.commitFailing = undefined;
+      this.recordsFailing = undefined;
+    } finally {
+      this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    }
   }
 
   async close(): Promise<void> {
