@@ -14,7 +14,7 @@ import { readJsonBody, writeKeyFromBasicAuth } from './read-body.js';
 export interface IngestRequest {
   route: 'batch' | CallType;
   rawBody: Buffer | undefined;
-  headers: { 'content-type'?: string; 'content-encoding'?: string; authorization?: string };
+  headers: { 'content-encoding'?: string; authorization?: string };
   ip: string | undefined;
 }
 

@@ -16,25 +16,17 @@ export const ingestLimits = {
   maxRequestDepth: 128,
 } as const;
 
-/** `application/json`, with or without parameters such as charset. */
-export function isJsonContentType(header: string | undefined): boolean {
-  if (header === undefined) return false;
-  const semi = header.indexOf(';');
-  const type = (semi === -1 ? header : header.slice(0, semi)).trim().toLowerCase();
-  return type === 'application/json';
-}
-
 /**
  * Turns the raw request bytes into a parsed JSON value, or throws a {@link FerryError} with a
- * stable code: wrong content type or encoding, bad gzip, a decompression bomb, oversize, bad
- * JSON, or nesting past the request limit.
+ * stable code: an unknown encoding, bad gzip, a decompression bomb, oversize, bad JSON, or
+ * nesting past the request limit.
+ *
+ * `Content-Type` is not consulted: real clients label JSON wrongly (RudderStack's Node SDK
+ * sends gzipped JSON as `application/x-www-form-urlencoded`, browsers' sendBeacon as
+ * `text/plain`), and refusing them loses every call they make. Bytes that are not JSON are
+ * still refused, whatever the label.
  */
-export async function readJsonBody(
-  raw: Buffer | undefined,
-  headers: { 'content-type'?: string; 'content-encoding'?: string },
-): Promise<unknown> {
-  if (!isJsonContentType(headers['content-type']))
-    throw new FerryError('unsupported_content_type', `Content-Type must be application/json (got ${headers['content-type'] ?? 'none'})`);
+export async function readJsonBody(raw: Buffer | undefined, headers: { 'content-encoding'?: string }): Promise<unknown> {
   let bytes = raw ?? Buffer.alloc(0);
   const encoding = (headers['content-encoding'] ?? 'identity').trim().toLowerCase();
   if (encoding === 'gzip' || encoding === 'x-gzip') {

@@ -26,7 +26,6 @@ export async function ingestRoutes(app: FastifyInstance, deps: IngestDeps): Prom
           route,
           rawBody: request.body as Buffer | undefined,
           headers: {
-            'content-type': request.headers['content-type'],
             'content-encoding': request.headers['content-encoding'],
             authorization: request.headers.authorization,
           },
