@@ -12,6 +12,9 @@ import { createHttpSender } from './destinations/webhooks/http-sender.js';
 import type { WebhookSender } from './destinations/webhooks/sender.js';
 import { DeliveryWorker } from './delivery/worker.js';
 import { FerryError } from './errors/error-codes.js';
+import { isClientAbort } from './ingest/client-abort.js';
+import { limitConnectionsPerAddress } from './ingest/connections-per-address.js';
+import { httpLimitsFromEnv } from './ingest/http-limits-from-env.js';
 import { ingestRoutes } from './ingest/routes.js';
 import { RegulationRunner } from './regulations/regulation-runner.js';
 import { Catalog } from './routing/catalog.js';
@@ -48,7 +51,7 @@ export interface FerryOptions {
    * another node take effect here. Default 5000 ms on PostgreSQL; SQLite has one process.
    */
   catalogRefreshMs?: number;
-  /** Limits against slow and idle clients; defaults in `config/defaults.ts`. */
+  /** Limits against slow, idle and greedy clients; defaults in `config/defaults.ts`, over which the environment's are applied. */
   http?: Partial<HttpServerSettings>;
   /** Start the delivery loop with `start()`. Tests that drive the worker by hand turn it off. Default true. */
   deliver?: boolean;
@@ -94,6 +97,8 @@ function guardBodyDeadline(raw: IncomingMessage, response: ServerResponse, bodyT
   const clear = () => clearTimeout(timer);
   raw.once('end', clear);
   raw.once('close', clear);
+  // A request answered before its body was read (a refused key) never ends nor closes itself.
+  response.once('close', clear);
 }
 
 /**
@@ -114,6 +119,8 @@ function isStoreFailure(error: unknown): boolean {
 /** Builds a Ferry server: store, catalog, ingestion and admin HTTP API, delivery worker. */
 export async function createFerry(options: FerryOptions): Promise<Ferry> {
   const clock = options.clock ?? systemClock;
+  // First, so that a bad limit in the environment stops the start before the store is opened.
+  const limits: HttpServerSettings = { ...defaultHttpServerSettings, ...httpLimitsFromEnv(process.env), ...options.http };
   const logger =
     options.logger ??
     pino({
@@ -163,7 +170,6 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     ? new AudienceSync({ audiences: audienceStore, catalog, clock, logger, settings: config.audiences, onQueued: wake })
     : undefined;
 
-  const limits: HttpServerSettings = { ...defaultHttpServerSettings, ...options.http };
   const app = Fastify({
     logger: false,
     // Slow or idle clients must not hold sockets forever (slowloris); real clients finish far sooner.
@@ -177,6 +183,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     trustProxy: ['1', 'true', 'yes'].includes((process.env['FERRY_TRUST_PROXY'] ?? '').toLowerCase()),
   });
   app.server.maxConnections = limits.maxConnections;
+  limitConnectionsPerAddress(app.server, limits.maxConnectionsPerAddress, logger);
   let closing = false;
   app.addHook('onRequest', async (request, reply) => {
     if (closing) return reply.code(503).header('connection', 'close').send(new FerryError('shutting_down').toBody());
@@ -184,6 +191,11 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   });
   app.setErrorHandler((error: FastifyError | FerryError, request, reply) => {
     if (error instanceof FerryError) return reply.code(error.status).send(error.toBody());
+    // A hang-up mid-body also surfaces as ECONNRESET: the client's doing, not an outage. No one is left to read the answer.
+    if (isClientAbort(request.raw)) {
+      logger.info({ url: request.url }, 'client closed the connection before sending its whole request');
+      return reply.code(400).send(new FerryError('bad_request', 'the request ended before its body was complete').toBody());
+    }
     if (isStoreFailure(error)) {
       logger.error({ err: error, url: request.url }, 'store unavailable; answered 503');
       return reply.code(503).send(new FerryError('store_unavailable').toBody());
@@ -201,7 +213,9 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     reply.code(404).send(new FerryError('not_found', `no route ${request.method} ${request.url.split('?')[0]}`).toBody()),
   );
   app.get('/health', async () => ({ status: 'ok', version: ferryVersion, store: store.kind }));
-  await app.register(async (scope) => ingestRoutes(scope, { store, catalog, clock, logger, onCommitted: wake }));
+  await app.register(async (scope) =>
+    ingestRoutes(scope, { store, catalog, clock, logger, onCommitted: wake }, { bodyBudgetBytes: limits.ingestBodyBudgetBytes }),
+  );
   await app.register(
     async (scope) => {
       await adminRoutes(scope, { store, catalog, clock, regulations, adminTokenHash, onQueued: wake });

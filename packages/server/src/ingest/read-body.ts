@@ -9,6 +9,8 @@ const gunzipAsync = promisify(gunzip);
 export const ingestLimits = {
   /** One request body, after decompression: 500 KB. */
   maxRequestBytes: 500 * 1024,
+  /** One request body as sent: the limit above plus room for gzip's framing of an incompressible body. */
+  maxRawRequestBytes: 500 * 1024 + 1024,
   /**
    * Nesting of the whole request body. Messages have their own, tighter limit; this one only
    * keeps hostile input away from recursive code such as JSON.stringify.
@@ -29,7 +31,7 @@ export const ingestLimits = {
 export async function readJsonBody(raw: Buffer | undefined, headers: { 'content-encoding'?: string }): Promise<unknown> {
   let bytes = raw ?? Buffer.alloc(0);
   const encoding = (headers['content-encoding'] ?? 'identity').trim().toLowerCase();
-  if (encoding === 'gzip' || encoding === 'x-gzip') {
+  if (isGzip(encoding)) {
     try {
       // One byte over the limit is enough to know the body is too large: never inflate a bomb.
       bytes = await gunzipAsync(bytes, { maxOutputLength: ingestLimits.maxRequestBytes + 1 });
@@ -51,6 +53,12 @@ export async function readJsonBody(raw: Buffer | undefined, headers: { 'content-
   if (!isWithinJsonDepth(value, ingestLimits.maxRequestDepth))
     throw new FerryError('too_deeply_nested', `the request body is nested deeper than ${ingestLimits.maxRequestDepth} levels`);
   return value;
+}
+
+/** True for a `Content-Encoding` that names gzip (`gzip` or its old name `x-gzip`, any case). */
+export function isGzip(contentEncoding: string | undefined): boolean {
+  const encoding = contentEncoding?.trim().toLowerCase();
+  return encoding === 'gzip' || encoding === 'x-gzip';
 }
 
 /** The write key of an HTTP Basic `Authorization` header (`base64(writeKey + ":")`), if any. */

@@ -173,6 +173,22 @@ describe('ingestion API', () => {
     assert.ok(rejections.json.counts.some((c: any) => c.code === 'missing_identity' && c.count >= 1));
   });
 
+  test('numeric ids past 2^53 - 1 are rejected per message, so two users are never merged into one', async () => {
+    // Raw text: 9007199254740993 and 9007199254740992 are one number once parsed.
+    const raw = `{"batch":[
+      {"type":"identify","userId":9007199254740993,"messageId":"big-1"},
+      {"type":"identify","userId":9007199254740992,"messageId":"big-2"},
+      {"type":"identify","userId":9007199254740991,"messageId":"big-safe"}]}`;
+    const res = await ferry.send('/v1/batch', undefined, { raw });
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.json.rejected.map((r: any) => [r.index, r.code]), [
+      [0, 'unsafe_integer_id'],
+      [1, 'unsafe_integer_id'],
+    ]);
+    assert.equal((await bodyOf('big-safe')).userId, '9007199254740991');
+    assert.equal((await stored()).events, baseline.events + 1);
+  });
+
   test('a single-call path answers 400 for an invalid message and stores nothing', async () => {
     const res = await ferry.send('/v1/track', { userId: 'u' });
     assert.equal(res.status, 400);
