@@ -84,6 +84,9 @@ describe('ingestion API', () => {
       // Browsers' sendBeacon.
       { 'content-type': 'text/plain;charset=UTF-8', gzip: false },
       { 'content-type': 'multipart/form-data; boundary=x', gzip: false },
+      // Labels that are not media types at all.
+      { 'content-type': '', gzip: false },
+      { 'content-type': 'json', gzip: true },
       { 'content-type': undefined, gzip: false },
     ];
     for (const [i, { gzip, ...label }] of labels.entries()) {
