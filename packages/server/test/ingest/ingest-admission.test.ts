@@ -118,6 +118,45 @@ describe('before the body is read', () => {
   });
 });
 
+describe('attacks on the body framing', () => {
+  test('a declared length over the limit is answered 413 before any of the body is sent, and the connection closed', async (t) => {
+    const ferry = await ferryFor(t);
+    const socket = await openSocket(ferry);
+    const answer = answerOf(socket, 'the 413');
+    socket.write(head(100 * 1024 * 1024, { Authorization: basicAuth(writeKey) }));
+    const text = await answer;
+    assert.match(text, /^HTTP\/1\.1 413 /);
+    assert.match(text, /"code":"payload_too_large"/);
+  });
+
+  test('a chunked body is cut off with 413 once it passes the limit, without waiting for its end', async (t) => {
+    const ferry = await ferryFor(t);
+    const socket = await openSocket(ferry);
+    const answer = answerOf(socket, 'the 413');
+    socket.write(`POST /v1/batch HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${basicAuth(writeKey)}\r\nTransfer-Encoding: chunked\r\n\r\n`);
+    // 1 MiB in 64 KiB chunks, and never the closing zero-length chunk.
+    const chunk = 'a'.repeat(64 * 1024);
+    for (let i = 0; i < 16; i++) socket.write(`${chunk.length.toString(16)}\r\n${chunk}\r\n`);
+    const text = await answer;
+    assert.match(text, /^HTTP\/1\.1 413 /);
+    assert.match(text, /"code":"payload_too_large"/);
+  });
+
+  test('a request with both Content-Length and Transfer-Encoding (request smuggling) is refused with 400 and its connection closed', async (t) => {
+    const ferry = await ferryFor(t);
+    const socket = await openSocket(ferry);
+    const answer = answerOf(socket, 'the 400');
+    const smuggled = JSON.stringify({ batch: [{ type: 'track', userId: 'u', event: 'E', messageId: 'smuggled' }] });
+    socket.write(
+      `POST /v1/batch HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${basicAuth(writeKey)}\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n` +
+        `POST /v1/batch HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${basicAuth(writeKey)}\r\nContent-Length: ${smuggled.length}\r\n\r\n${smuggled}`,
+    );
+    assert.match(await answer, /^HTTP\/1\.1 400 /);
+    assert.equal((await ferry.admin('GET', '/deliveries?messageId=smuggled')).json.deliveries.length, 0, 'the smuggled request was not served');
+    assert.equal((await ferry.admin('GET', '/stats')).json.events, 0);
+  });
+});
+
 describe('connections per address', () => {
   test('connections over the per-address cap are closed at once; other addresses and freed slots are served', async (t) => {
     const ferry = await ferryFor(t, { http: { maxConnectionsPerAddress: 3 } });
