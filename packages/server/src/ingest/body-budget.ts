@@ -9,11 +9,6 @@ export class BodyBudget {
   /** @param limitBytes the most bytes reserved at once. */
   constructor(readonly limitBytes: number) {}
 
-  /** Bytes reserved right now. */
-  get heldBytes(): number {
-    return this.#heldBytes;
-  }
-
   /** Reserves `bytes` and returns true, or returns false (reserving nothing) when they do not fit. */
   tryReserve(bytes: number): boolean {
     if (this.#heldBytes + bytes > this.limitBytes) return false;

@@ -5,7 +5,7 @@ import type { BodyBudget } from './body-budget.js';
 import { ingestLimits, isGzip, writeKeyFromBasicAuth } from './read-body.js';
 
 /** `Retry-After` of a 503 `server_busy`, in seconds: the bodies that fill the budget are usually handled within milliseconds. */
-export const busyRetryAfterSeconds = 1;
+const busyRetryAfterSeconds = 1;
 
 /**
  * The bytes a request's body may occupy while it is handled: its declared length (the raw

@@ -144,8 +144,8 @@ const unsafeNumber: unique symbol = Symbol('unsafeNumber');
  * {@link maxMessageBytes} once normalised (`message_too_large`).
  *
  * Lenient where real clients differ: numeric `userId`, `anonymousId`, `groupId` and
- * `previousId` become strings (when JSON.parse read them exactly); `null` and `""` ids count as absent, and `null` in any other
- * known field counts as absent.
+ * `previousId` within ±(2^53 − 1) become strings; `null` and `""` ids count as absent, and
+ * `null` in any other known field counts as absent.
  *
  * Enrichment: envelope `context` and `integrations` are merged under the message's own
  * (top-level keys only; the message wins); `context.ip` is set from the request when
