@@ -19,8 +19,9 @@ export async function ingestRoutes(app: FastifyInstance, deps: IngestDeps, limit
   app.addHook('onRequest', ingestAdmission({ catalog: deps.catalog, budget: new BodyBudget(limits.bodyBudgetBytes) }));
   // Fastify answers 415 to a Content-Type it cannot parse (an empty one, or `json`) before any
   // parser runs. Ingestion ignores the label, so it is dropped before that check.
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', (request, _reply, done) => {
     delete request.headers['content-type'];
+    done();
   });
   const routes: [string, 'batch' | CallType][] = [
     ['/v1/batch', 'batch'],
