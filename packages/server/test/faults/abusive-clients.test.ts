@@ -197,7 +197,7 @@ test(`${attackersPerKind * 2} connections holding most of a 500 KB body (unknown
   const dir = mkdtempSync(join(tmpdir(), 'ferry-memory-'));
   const config = join(dir, 'ferry.config.json');
   writeFileSync(config, JSON.stringify({ sources: [{ id: 'app', name: 'App', writeKey }], destinations: [] }));
-  const proc = spawnFerry(['serve', '--config', config, '--data', join(dir, 'data'), '--port', '0', '--host', '127.0.0.1'], { FERRY_ADMIN_TOKEN: 'memory-admin' });
+  const proc = spawnFerry(['serve', '--config', config, '--data', join(dir, 'data'), '--port', '0', '--host', '127.0.0.1'], { FERRY_ADMIN_TOKEN: 'memory-admin-token-of-32-characters' });
   const sockets = new Set<Socket>();
   t.after(async () => {
     for (const s of sockets) s.destroy();
