@@ -12,6 +12,9 @@ import { createHttpSender } from './destinations/webhooks/http-sender.js';
 import type { WebhookSender } from './destinations/webhooks/sender.js';
 import { DeliveryWorker } from './delivery/worker.js';
 import { FerryError } from './errors/error-codes.js';
+import { isClientAbort } from './ingest/client-abort.js';
+import { limitConnectionsPerAddress } from './ingest/connections-per-address.js';
+import { httpLimitsFromEnv } from './ingest/http-limits-from-env.js';
 import { ingestRoutes } from './ingest/routes.js';
 import { healthRoutes } from './lifecycle/health-routes.js';
 import { Lifecycle, type StopOptions } from './lifecycle/lifecycle.js';
@@ -53,7 +56,7 @@ export interface FerryOptions {
    * another node take effect here. Default 5000 ms on PostgreSQL; SQLite has one process.
    */
   catalogRefreshMs?: number;
-  /** Limits against slow and idle clients; defaults in `config/defaults.ts`. */
+  /** Limits against slow, idle and greedy clients; defaults in `config/defaults.ts`, over which the environment's are applied. */
   http?: Partial<HttpServerSettings>;
   /** Start the delivery loop with `start()`. Tests that drive the worker by hand turn it off. Default true. */
   deliver?: boolean;
@@ -103,11 +106,15 @@ function guardBodyDeadline(raw: IncomingMessage, response: ServerResponse, bodyT
   const clear = () => clearTimeout(timer);
   raw.once('end', clear);
   raw.once('close', clear);
+  // A request answered before its body was read (a refused key) never ends nor closes itself.
+  response.once('close', clear);
 }
 
 /** Builds a Ferry server: store, catalog, ingestion and admin HTTP API, delivery worker. */
 export async function createFerry(options: FerryOptions): Promise<Ferry> {
   const clock = options.clock ?? systemClock;
+  // First, so that a bad limit in the environment stops the start before the store is opened.
+  const limits: HttpServerSettings = { ...defaultHttpServerSettings, ...httpLimitsFromEnv(process.env), ...options.http };
   const logger =
     options.logger ??
     pino({
@@ -157,7 +164,6 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     ? new AudienceSync({ audiences: audienceStore, catalog, clock, logger, settings: config.audiences, onQueued: wake })
     : undefined;
 
-  const limits: HttpServerSettings = { ...defaultHttpServerSettings, ...options.http };
   const app = Fastify({
     logger: false,
     // Slow or idle clients must not hold sockets forever (slowloris); real clients finish far sooner.
@@ -171,6 +177,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     trustProxy: ['1', 'true', 'yes'].includes((process.env['FERRY_TRUST_PROXY'] ?? '').toLowerCase()),
   });
   app.server.maxConnections = limits.maxConnections;
+  limitConnectionsPerAddress(app.server, limits.maxConnectionsPerAddress, logger);
   let catalogTimer: NodeJS.Timeout | undefined;
   const lifecycle = new Lifecycle({ app, worker, audiences, regulations, sender, store, onStopping: () => clearInterval(catalogTimer) });
   app.addHook('onRequest', lifecycle.refuseWhileDraining);
@@ -179,6 +186,11 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   });
   app.setErrorHandler((error: FastifyError | FerryError, request, reply) => {
     if (error instanceof FerryError) return reply.code(error.status).send(error.toBody());
+    // A hang-up mid-body also surfaces as ECONNRESET: the client's doing, not an outage. No one is left to read the answer.
+    if (isClientAbort(request.raw)) {
+      logger.info({ url: request.url }, 'client closed the connection before sending its whole request');
+      return reply.code(400).send(new FerryError('bad_request', 'the request ended before its body was complete').toBody());
+    }
     if (isStoreFailure(error)) {
       logger.error({ err: error, url: request.url }, 'store unavailable; answered 503');
       return reply.code(503).send(new FerryError('store_unavailable').toBody());
@@ -196,7 +208,9 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     reply.code(404).send(new FerryError('not_found', `no route ${request.method} ${request.url.split('?')[0]}`).toBody()),
   );
   await healthRoutes(app, { store, logger, draining: () => lifecycle.draining });
-  await app.register(async (scope) => ingestRoutes(scope, { store, catalog, clock, logger, onCommitted: wake }));
+  await app.register(async (scope) =>
+    ingestRoutes(scope, { store, catalog, clock, logger, onCommitted: wake }, { bodyBudgetBytes: limits.ingestBodyBudgetBytes }),
+  );
   await registerAdminApi(app, {
     store,
     catalog,

@@ -107,6 +107,20 @@ export const defaultHttpServerSettings = Object.freeze({
   connectionsCheckingIntervalMs: 2_000,
   /** Open connections at most; further ones are refused at once. */
   maxConnections: 10_000,
+  /**
+   * Open connections from one client address at most (`FERRY_MAX_CONNECTIONS_PER_ADDRESS`);
+   * further ones are closed at once. 0 turns the limit off (behind a reverse proxy, every
+   * connection comes from the proxy's address). Far above what a client's pool opens, far
+   * below `maxConnections`, so one address cannot take every socket.
+   */
+  maxConnectionsPerAddress: 1_000,
+  /**
+   * Bytes of ingestion request bodies held at once, over all requests
+   * (`FERRY_INGEST_BODY_BUDGET_BYTES`); past it, new ingestion requests are answered 503
+   * `server_busy`. 64 MiB holds 128 bodies of the 500 KB limit at once, many more of the few
+   * KB real batches weigh, and bounds what clients can make the process hold.
+   */
+  ingestBodyBudgetBytes: 64 * 1024 * 1024,
 });
 
 /** Limits of the HTTP server; see {@link defaultHttpServerSettings}. */
