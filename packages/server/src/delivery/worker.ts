@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DeliverySettings, DestinationConfig } from '../config/model.js';
 import type { SendResult, WebhookSender } from '../destinations/webhooks/sender.js';
-import { signatureFor, webhookHeaders } from '../destinations/webhooks/request.js';
+import { signatureFor, sourceHeaderValue, webhookHeaders } from '../destinations/webhooks/request.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { AttemptOutcome, AttemptRecord, ClaimedDelivery, HeldLease, Store } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
@@ -13,6 +13,13 @@ import { decideOutcome } from './retry-policy.js';
 
 /** How long a slow exchange keeps the jobs held ready shallow: between one and two of these. */
 const paceWindowMs = 10_000;
+
+/** What a timeout log line says happens next, by the attempt's outcome. */
+const afterTimeout: Record<AttemptOutcome['status'], string> = {
+  succeeded: 'another URL answered 2xx, so the event is done and this URL is not retried',
+  pending: 'will retry',
+  dead: 'the delivery is dead-lettered',
+};
 
 /** Lifecycle events of deliveries, named `noun:verb`. */
 export interface DeliveryEvents {
@@ -393,9 +400,10 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     const firstAttemptAtMs = job.firstAttemptAtMs ?? startedAtMs;
     const body = Buffer.from(job.body);
     const signature = signatureFor(destination.settings, body);
+    const source = sourceHeaderValue(job);
     const { webhooks } = destination.settings;
     const sendTo = (entry: (typeof webhooks)[number]): Promise<SendResult> =>
-      sender.send({ url: entry.url, headers: webhookHeaders(entry, signature), body, timeoutMs: settings.timeoutMs });
+      sender.send({ url: entry.url, headers: webhookHeaders(entry, signature, source), body, timeoutMs: settings.timeoutMs });
     // Most destinations have one URL: no array of promises to gather for it.
     const results: SendResult[] = webhooks.length === 1 ? [await sendTo(webhooks[0]!)] : await Promise.all(webhooks.map(sendTo));
     release();
@@ -409,8 +417,12 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       random: this.random,
     });
     for (const r of results) {
-      if (r.errorClass === 'timeout')
-        logger.warn({ deliveryId: job.id, destinationId: destination.id, url: redactUrl(r.url) }, `webhook timed out after ${settings.timeoutMs} ms; will retry`);
+      if (r.errorClass === 'timeout') {
+        logger.warn(
+          { deliveryId: job.id, destinationId: destination.id, url: redactUrl(r.url), outcome: outcome.status },
+          `webhook timed out after ${settings.timeoutMs} ms; ${afterTimeout[outcome.status]}`,
+        );
+      }
     }
     const attempts: AttemptRecord[] = results.map((r) => ({
       url: redactUrl(r.url),
