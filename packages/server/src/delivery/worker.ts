@@ -7,12 +7,15 @@ import { signatureFor, sourceHeaderValue, webhookHeaders } from '../destinations
 import type { Catalog } from '../routing/catalog.js';
 import type { AttemptOutcome, AttemptRecord, ClaimedDelivery, HeldLease, Store } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
+import { RepeatedErrorLog } from '../util/repeated-error-log.js';
 import { redactUrl } from '../config/redact.js';
 import { readyLimits, RecentSlowest, type ResolvedDeliverySettings } from './ready-limits.js';
 import { decideOutcome } from './retry-policy.js';
 
 /** How long a slow exchange keeps the jobs held ready shallow: between one and two of these. */
 const paceWindowMs = 10_000;
+/** While claims keep failing the same way (a full disk, a database down), one log line per this long. */
+const claimErrorLogIntervalMs = 60_000;
 
 /** What a timeout log line says happens next, by the attempt's outcome. */
 const afterTimeout: Record<AttemptOutcome['status'], string> = {
@@ -79,6 +82,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   private readonly exchanges = new Map<string, Set<{ startedAtMs: number }>>();
 
   private readonly o: DeliveryWorkerOptions & { settings: ResolvedDeliverySettings };
+  private readonly claimErrors: RepeatedErrorLog;
 
   constructor(options: DeliveryWorkerOptions) {
     super();
@@ -86,6 +90,13 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     this.o = { ...options, settings: { ...settings, claimBatchSize: settings.claimBatchSize ?? store.defaultClaimBatchSize } };
     this.owner = options.owner ?? `worker-${process.pid}-${randomUUID().slice(0, 8)}`;
     this.random = options.random ?? Math.random;
+    this.claimErrors = new RepeatedErrorLog({
+      logger: options.logger,
+      clock: options.clock,
+      intervalMs: claimErrorLogIntervalMs,
+      message: 'delivery claim failed; retrying after the poll interval',
+      recoveredMessage: 'delivery claims work again',
+    });
   }
 
   /** Starts the polling loop (real timers). Tests may instead call {@link tick} directly. */
@@ -146,8 +157,9 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     this.waitingForSlots = false;
     try {
       claimed = await this.tick();
+      this.claimErrors.resolved();
     } catch (error) {
-      this.o.logger.error({ err: error }, 'delivery claim failed; retrying after the poll interval');
+      this.claimErrors.report(error);
       this.emit('worker:error', { error });
       // Not sooner, even with jobs due: a store that cannot claim now will not a moment later.
       if (!this.stopped) this.schedule(this.o.settings.pollIntervalMs);
