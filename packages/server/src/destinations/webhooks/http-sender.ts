@@ -364,7 +364,6 @@ function exchange(
           method: 'POST',
           headers: transportHeaders(request.headers),
           body: request.body,
-          headersTimeout: request.timeoutMs,
         },
         handler,
       );
