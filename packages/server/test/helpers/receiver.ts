@@ -33,7 +33,7 @@ export interface TestReceiver {
 }
 
 /** How long {@link TestReceiver.waitFor} waits by default. */
-export const DEFAULT_WAIT_MS = 10_000;
+const DEFAULT_WAIT_MS = 10_000;
 
 export async function startReceiver(initial: Reply | ((req: Received) => Reply) = { status: 200 }): Promise<TestReceiver> {
   let replyWith = initial;

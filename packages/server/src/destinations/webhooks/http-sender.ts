@@ -91,7 +91,7 @@ const TLS_CODE = /^(ERR_TLS_|ERR_SSL_|ERR_OSSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_SELF
  * const sender = createHttpSender({ allowPrivateNetworks: false, allowedNetworks: [] });
  * const result = await sender.send({
  *   url: 'https://hooks.example.com/ferry',
- *   headers: { 'content-type': 'application/json', 'user-agent': 'Ferry/0.1.0' },
+ *   headers: { 'Content-Type': 'application/json', 'User-Agent': 'Ferry/0.1.0' },
  *   body: Buffer.from('{"version":1,"type":"track"}'),
  *   timeoutMs: 5000,
  * });
