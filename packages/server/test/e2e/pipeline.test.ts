@@ -134,4 +134,16 @@ describe('two sources feeding one destination', () => {
     const [notice] = notices;
     assert.equal(dedupKey(notice!.headers, notice!.json), `app/delete:u-gone:${notice!.json.timestamp}`);
   });
+
+  test('an audience identify belongs to no source: ferry:audience', async () => {
+    assert.equal((await ferry.send('/v1/identify', { userId: 'u-pro', traits: { plan: 'pro' } })).status, 200);
+    await receiver.waitFor(receiver.requests.length + 2);
+    const from = receiver.requests.length;
+    const created = await ferry.admin('POST', '/audiences', { id: 'pro', name: 'Pro', destinationIds: ['shared'], rule: { type: 'trait', trait: 'plan', equals: 'pro' } });
+    assert.equal(created.status, 201);
+    const [identify] = (await receiver.waitFor(from + 1)).slice(from);
+    assert.deepEqual(identify!.json.traits, { pro: true });
+    assert.equal(identify!.headers['x-ferry-source'], 'ferry:audience');
+    assert.equal(dedupKey(identify!.headers, identify!.json), `ferry:audience/${identify!.json.messageId}`);
+  });
 });
