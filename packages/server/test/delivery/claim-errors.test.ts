@@ -1,15 +1,14 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { test } from 'node:test';
-import pino from 'pino';
 import { ManualClock } from '../../src/util/clock.js';
+import { capturedLogger } from '../helpers/captured-logger.js';
 import { startFerry, testConfig, webhooksDestination } from '../helpers/ferry.js';
 import { within } from '../helpers/within.js';
 
 test('a claim that keeps failing is logged once in full, then once a minute with its count', async () => {
   const clock = new ManualClock();
-  const lines: Record<string, any>[] = [];
-  const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  const { lines, logger } = capturedLogger();
   // The worker's loop runs on real timers every 5 ms; the log's minute runs on the manual clock.
   const config = testConfig([webhooksDestination('hooks', ['http://127.0.0.1:9/'])], { delivery: { pollIntervalMs: 5 } });
   const ferry = await startFerry(config, { clock, logger });

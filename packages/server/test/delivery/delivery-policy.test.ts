@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
-import pino from 'pino';
 import type { FerryOptions } from '../../src/app.js';
 import type { FerryConfig } from '../../src/config/model.js';
 import { readyLimits } from '../../src/delivery/ready-limits.js';
 import { createHttpSender } from '../../src/destinations/webhooks/http-sender.js';
 import type { SendRequest, SendResult, WebhookSender } from '../../src/destinations/webhooks/sender.js';
 import { ManualClock } from '../../src/util/clock.js';
+import { capturedLogger } from '../helpers/captured-logger.js';
 import { startFerry, testConfig, webhooksDestination, type TestFerry } from '../helpers/ferry.js';
 import { startReceiver, type TestReceiver } from '../helpers/receiver.js';
 import { until } from '../helpers/until.js';
@@ -51,12 +51,6 @@ async function setup(urls: string[], extra: Record<string, unknown> = {}) {
   const clock = new ManualClock();
   const ferry = await startOnClock(testConfig([webhooksDestination('hooks', urls, extra)], { delivery }), clock);
   return { clock, ferry };
-}
-
-/** A logger whose lines are kept as parsed JSON. */
-function capturedLogger() {
-  const lines: Record<string, any>[] = [];
-  return { lines, logger: pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) }) };
 }
 
 async function deliveries(ferry: TestFerry, status?: string) {

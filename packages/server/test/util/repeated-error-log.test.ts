@@ -1,14 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import pino from 'pino';
 import { ManualClock } from '../../src/util/clock.js';
 import { RepeatedErrorLog } from '../../src/util/repeated-error-log.js';
+import { capturedLogger } from '../helpers/captured-logger.js';
 
 /** A RepeatedErrorLog on a manual clock whose log lines are kept as parsed JSON. */
 function setup(intervalMs = 60_000) {
   const clock = new ManualClock();
-  const lines: Record<string, any>[] = [];
-  const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  const { lines, logger } = capturedLogger();
   const log = new RepeatedErrorLog({ logger, clock, intervalMs, message: 'claim failed', recoveredMessage: 'claims work again' });
   return { clock, lines, log };
 }
