@@ -49,7 +49,7 @@ export const configLimits = Object.freeze({
  * Header names a webhook entry may not set, lower-cased. The first five are Ferry's own
  * (DESIGN.md); the rest are managed by the HTTP client, which refuses or mishandles them.
  */
-const ferryOwnedHeaders = ['content-type', 'content-length', 'host', 'user-agent', 'x-signature'] as const;
+const ferryOwnedHeaders = ['content-type', 'content-length', 'host', 'user-agent', 'x-signature', 'x-ferry-source'] as const;
 const transportHeaders = [
   'connection',
   'keep-alive',
@@ -267,7 +267,7 @@ function checkHeaders(headers: Record<string, unknown>, ctx: z.core.$RefinementC
     }
     if ((ferryOwnedHeaders as readonly string[]).includes(lower)) {
       issue(
-        `header ${JSON.stringify(name)} cannot be set: Content-Type, Content-Length, Host, User-Agent and X-Signature are set by Ferry (any case)`,
+        `header ${JSON.stringify(name)} cannot be set: Content-Type, Content-Length, Host, User-Agent, X-Signature and X-Ferry-Source are set by Ferry (any case)`,
       );
       continue;
     }
