@@ -1,4 +1,4 @@
-import { setMaxListeners } from 'node:events';
+import { AbortSwitch } from './abort-switch.js';
 import { type Batch, maxSingleMessageBytes, takeBatch } from './batch.js';
 import { type BuildContext, type BuiltMessage, buildMessage } from './build-message.js';
 import { type Clock, systemClock, type TimerHandle } from './clock.js';
@@ -109,7 +109,7 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
   readonly #queue = new MessageQueue();
   readonly #inFlight = new Set<Batch>();
   readonly #waiters = new Set<Waiter>();
-  readonly #stop = new AbortController();
+  readonly #stop = new AbortSwitch();
   readonly #build: BuildContext;
   #seq = 0;
   // Messages with seq <= drainUpTo are sent even below flushAt (after the timer, flush, close).
@@ -140,9 +140,6 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
     this.#logger = o.logger ?? defaultLogger(globalThis.process?.env?.['DEBUG']);
     this.#lastFlushAt = this.#clock.now();
     this.#transport = o.transport ?? createNodeHttpTransport();
-    // Each in-flight attempt and retry wait listens on this signal; with a large maxInFlight
-    // Node would otherwise warn about a listener leak that is not one.
-    setMaxListeners(0, this.#stop.signal);
     const maxMessageBytes = Math.min(o.maxMessageBytes, maxSingleMessageBytes(o.maxBatchBytes));
     const clock = this.#clock;
     this.#build = { now: () => clock.now(), newMessageId: () => crypto.randomUUID(), maxMessageBytes };
@@ -380,7 +377,7 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
     this.#logger.debug('sending batch', { messages: batch.entries.length, bytes: batch.bodyBytes });
     let outcome: DeliveryOutcome;
     try {
-      outcome = await deliverBatch(this.#delivery, batch, this.#stop.signal, (notice) => {
+      outcome = await deliverBatch(this.#delivery, batch, this.#stop, (notice) => {
         this.#logger.warn('retrying batch', { ...notice, messages: batch.entries.length });
         this.emit('retry', { messageIds: batch.entries.map((e) => e.messageId), ...notice });
       });

@@ -67,6 +67,23 @@ describe('options', () => {
     assert.equal(closed, 1);
   });
 
+  it('aborts a request of the built-in transport when the AbortSignal it was given aborts', async () => {
+    const sink = await SinkServer.start(() => ({ after: new Promise(() => {}) }));
+    const transport = createNodeHttpTransport();
+    const controller = new AbortController();
+    const sent = transport.send({ url: `${sink.url}/v1/batch`, method: 'POST', headers: {}, body: '{"batch":[]}', signal: controller.signal });
+    await sink.untilRequests(1);
+    controller.abort();
+    await assert.rejects(within(sent, 'the aborted request'), /aborted/);
+    await assert.rejects(
+      within(transport.send({ url: `${sink.url}/v1/batch`, method: 'POST', headers: {}, body: '{"batch":[]}', signal: AbortSignal.abort() }), 'a request aborted before it was sent'),
+      /aborted/,
+    );
+    transport.close?.();
+    await sink.close();
+    assert.equal(sink.requests.length, 1, 'the request aborted beforehand never reached the sink');
+  });
+
   it('stamps the package version as context.library', () => {
     assert.deepEqual(libraryInfo, { name: pkg.name, version: pkg.version });
   });

@@ -8,6 +8,7 @@ import {
   parseRetryAfter,
   type RetryEvent,
   retryDelayMs,
+  type Transport,
 } from '@ferry/analytics';
 import { within } from './support/deadline.js';
 import { ManualClock } from './support/manual-clock.js';
@@ -133,6 +134,29 @@ describe('retries against a server', () => {
     assert.equal(sink.requests.length, 2);
     assert.equal(retries.length, 1);
     assert.match(retries[0]!.reason, /timed out after 1000 ms/);
+  });
+
+  it('aborts the signal an injected transport was given when the attempt times out', async () => {
+    const signals: AbortSignal[] = [];
+    const transport: Transport = {
+      send(req) {
+        signals.push(req.signal);
+        if (signals.length > 1) return Promise.resolve({ status: 200, headers: {}, body: '{"success":true}' });
+        return new Promise((_, reject) => req.signal.addEventListener('abort', () => reject(new Error('aborted'))));
+      },
+    };
+    const clock = new ManualClock();
+    const client = new Analytics('wk', { endpoint: sink.url, transport, clock, requestTimeoutMs: 1_000, ...twoRetries });
+    client.track({ userId: 'u', event: 'E' });
+    const closing = client.close();
+    await clock.advanceThrough(1_000);
+    await clock.advanceThrough(retryDelays[0]!);
+    const result = await within(closing, 'close');
+    assert.equal(result.delivered, 1);
+    assert.deepEqual(
+      signals.map((s) => s.aborted),
+      [true, false],
+    );
   });
 
   it('waits what Retry-After says (capped), not the backoff schedule', async () => {
