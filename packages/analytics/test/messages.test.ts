@@ -67,6 +67,9 @@ describe('messages', () => {
     assert.equal(req.url, '/base/v1/batch');
     assert.equal(req.headers.authorization, `Basic ${Buffer.from('secret-key:').toString('base64')}`);
     assert.equal(req.headers['content-type'], 'application/json');
+    assert.equal(req.headers.host, new URL(sink.url).host);
+    assert.equal(req.headers.connection, 'keep-alive');
+    assert.equal(req.headers['content-length'], String(Buffer.byteLength(req.text)));
     assert.equal(req.json.sentAt, new Date(clock.now()).toISOString());
     assert.deepEqual(req.json.batch, [
       {

@@ -42,11 +42,17 @@ export function createNodeHttpTransport(options: NodeHttpTransportOptions = {}):
   };
   const maxResponseBytes = options.maxResponseBytes ?? 65_536;
   // The client posts every request to one URL: parse it once, not per request.
-  let target: { url: string; https: boolean; options: http.RequestOptions } | undefined;
+  let target: { url: string; https: boolean; options: http.RequestOptions; host: string } | undefined;
   const targetFor = (url: string) => {
     if (target?.url !== url) {
       const parsed = new URL(url);
-      target = { url, https: parsed.protocol === 'https:', options: { ...urlToHttpOptions(parsed), agent: agentFor(parsed.protocol) } };
+      const { protocol, hostname, port, path } = urlToHttpOptions(parsed);
+      target = {
+        url,
+        https: protocol === 'https:',
+        options: { protocol, hostname, port, path, agent: agentFor(parsed.protocol) },
+        host: parsed.host,
+      };
     }
     return target;
   };
@@ -58,11 +64,12 @@ export function createNodeHttpTransport(options: NodeHttpTransportOptions = {}):
         const { body } = request;
         // A string body is written as is: Node then sends the head and the body in one write.
         const length = typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.byteLength;
-        const req = (to.https ? https : http).request({
-          ...to.options,
-          method: request.method,
-          headers: { ...request.headers, 'content-length': String(length) },
-        });
+        // Headers as a flat list go into the request head as they are (still validated),
+        // without Node's per-header bookkeeping; the list form leaves Host to us.
+        const headers = ['content-length', String(length)];
+        if (request.headers['host'] === undefined) headers.push('host', to.host);
+        for (const name in request.headers) if (name !== 'content-length') headers.push(name, request.headers[name]!);
+        const req = (to.https ? https : http).request({ ...to.options, method: request.method, headers });
         req.on('error', reject);
         // Not http's `signal` option: Node then watches the request with end-of-stream
         // listeners, which cost more per request than one callback.
