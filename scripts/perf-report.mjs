@@ -29,11 +29,11 @@ if (client) {
   const s = client.summary;
   const r = client.ratios;
   lines.push(`### Client: \`@ferry/analytics\` (${n(client.calls)} track calls of about 300 bytes, ${client.date.slice(0, 10)})`, '');
-  lines.push('| runner | enqueue calls/s | end-to-end events/s | peak RSS | exactly once at the sink |', '|---|---:|---:|---:|---|');
+  lines.push('| runner | enqueue calls/s | end-to-end events/s | peak RSS | largest batch | exactly once at the sink |', '|---|---:|---:|---:|---:|---|');
   for (const [name, label] of [['ferry', '`@ferry/analytics`'], ['segment', '`@segment/analytics-node` (peer)'], ['featureless', 'featureless batches of 20 (ceiling)']]) {
     const v = s[name];
     if (!v) continue;
-    lines.push(`| ${label} | ${n(v.enqueuePerSec)} | ${n(v.e2ePerSec)} | ${n(v.peakRssMB)} MB | ${v.exactlyOnce ? 'yes' : `no (${n(v.duplicates)} duplicates)`} |`);
+    lines.push(`| ${label} | ${n(v.enqueuePerSec)} | ${n(v.e2ePerSec)} | ${n(v.peakRssMB)} MB | ${n(v.largestBatch)} | ${v.exactlyOnce ? 'yes' : `no (${n(v.duplicates)} duplicates)`} |`);
   }
   lines.push('');
   lines.push('| ratio | measured | goal | |', '|---|---:|---|---|');
