@@ -62,7 +62,7 @@ export function createNodeHttpTransport(options: NodeHttpTransportOptions = {}):
       return new Promise((resolve, reject) => {
         const to = targetFor(request.url);
         const { body } = request;
-        // A string body is written as is: Node then sends the head and the body in one write.
+        // A string body is passed as is: Node joins it to the request head, with no Buffer copy first.
         const length = typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.byteLength;
         // Headers as a flat list go into the request head as they are (still validated),
         // without Node's per-header bookkeeping; the list form leaves Host to us.
