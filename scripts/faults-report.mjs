@@ -55,12 +55,12 @@ const claims = {
   'ingest-fuzz.test.ts': {
     fault: 'Hostile ingestion requests (property-based)',
     proves:
-      'fast-check generates requests of hostile shapes (bad JSON, wrong types at every known field, huge strings and numbers, deep nesting, lone surrogates, gzip and bogus encodings, bad Authorization headers, odd content types, batches mixing good and bad messages, retried sends), sent serially over HTTP: never a 5xx, a 4xx stores nothing, a 200 stores exactly the accepted new messages (nothing half-stored), every rejection is counted, and the server still answers /health at the end.',
+      'fast-check generates requests of hostile shapes (garbage bytes, wrong types at every known field, ids past 2^53, missing identities and fields, bad messageIds and timestamps, deep nesting, oversize messages and bodies, gzip and bogus encodings, bad Authorization headers, any Content-Type, batches mixing good and bad messages, retried sends), sent serially over HTTP. Each part is generated with the outcome it must cause (each message valid for its type with at most one thing broken), and the answer is compared with that, never with the server\'s own verdicts: the status and code of a refused request, exactly which messages of an accepted batch are rejected and with which code. Besides: never a 5xx, a 4xx stores nothing, a 200 stores exactly the accepted new messages (nothing half-stored), every rejection is counted, and the server still answers /health at the end.',
   },
   'abusive-clients.test.ts': {
     fault: 'Slow and abusive clients',
     proves:
-      'Oversized headers are refused with 431; with 200 idle connections, slow-header and slow-body sockets open, every request of a normal client still succeeds (its slowest round trip is reported); with its limits shortened for the test, the server closes every idle connection, slow-header and slow-body socket by itself, each with a 408, and a body that never finished stores nothing.',
+      'Each test on a server of its own. Oversized headers are refused with 431; with 200 idle connections, slow-header and slow-body sockets open, every request of a normal client still succeeds (its slowest round trip is reported); with its limits shortened for the test, the server closes every idle connection, slow-header and slow-body socket by itself, each with a 408, and a body that never finished stores nothing. Against a real `ferry serve`, 2,400 connections from six loopback addresses each send all but the last byte of a 512,000-byte body, half with an unknown write key and half with none: every stranger is answered 401 on the head alone, keyless bodies past the 64 MiB body budget get 503, the server\'s resident memory stays under a stated ceiling (the peak is reported), and a normal client is served throughout.',
   },
 };
 

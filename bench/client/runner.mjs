@@ -101,6 +101,7 @@ process.stdout.write(
     unique: final.unique,
     duplicates: final.duplicates,
     requests: final.requests,
+    largestBatch: final.largestBatch,
     peakRssMB: (process.resourceUsage().maxRSS * 1024) / 1e6,
     baseRssMB: rssBefore / 1e6,
   })}\n`,

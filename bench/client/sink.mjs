@@ -1,16 +1,18 @@
 // A Segment-compatible batch endpoint for the benchmark, in its own process so its CPU and
-// memory are never charged to a runner. It parses every body, counts each messageId, and
-// answers GET /wait?n=N once N distinct messages have arrived (or the deadline passes).
+// memory are never charged to a runner. It parses every body, counts each messageId, records
+// the largest batch, and answers GET /wait?n=N once N distinct messages have arrived (or the
+// deadline passes).
 import { createServer } from 'node:http';
 import { gunzipSync } from 'node:zlib';
 
 let seen = new Set();
 let total = 0;
 let requests = 0;
+let largestBatch = 0;
 let waiters = [];
 
 function stats() {
-  return { unique: seen.size, duplicates: total - seen.size, total, requests };
+  return { unique: seen.size, duplicates: total - seen.size, total, requests, largestBatch };
 }
 
 function wake() {
@@ -32,6 +34,7 @@ const server = createServer((req, res) => {
       if (req.headers['content-encoding'] === 'gzip') raw = gunzipSync(raw);
       const body = JSON.parse(raw.toString('utf8'));
       requests++;
+      largestBatch = Math.max(largestBatch, body.batch.length);
       for (const m of body.batch) {
         total++;
         seen.add(m.messageId);
@@ -58,6 +61,7 @@ const server = createServer((req, res) => {
     seen = new Set();
     total = 0;
     requests = 0;
+    largestBatch = 0;
     return res.end('{}');
   }
   res.writeHead(404).end();

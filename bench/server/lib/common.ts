@@ -24,7 +24,7 @@ const launcher = join(benchDir, 'lib', 'ferry-launcher.ts');
 
 export const writeKey = 'bench-write-key';
 export const sharedSecret = 'bench-secret';
-export const adminToken = 'bench-admin-token';
+export const adminToken = 'bench-admin-token-of-32-characters';
 
 // ---------------------------------------------------------------------------------------
 // command line

@@ -1,4 +1,4 @@
-import { setMaxListeners } from 'node:events';
+import { AbortSwitch } from './abort-switch.js';
 import { type Batch, maxSingleMessageBytes, takeBatch } from './batch.js';
 import { type BuildContext, type BuiltMessage, buildMessage } from './build-message.js';
 import { type Clock, systemClock, type TimerHandle } from './clock.js';
@@ -81,10 +81,6 @@ export interface AnalyticsStats {
   dropped: number;
 }
 
-interface InFlightBatch extends Batch {
-  firstSeq: number;
-}
-
 interface Waiter {
   upTo: number;
   remaining: number;
@@ -111,13 +107,16 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
   readonly #transport: Transport;
   readonly #delivery: DeliveryContext;
   readonly #queue = new MessageQueue();
-  readonly #inFlight = new Set<InFlightBatch>();
+  readonly #inFlight = new Set<Batch>();
   readonly #waiters = new Set<Waiter>();
-  readonly #stop = new AbortController();
+  readonly #stop = new AbortSwitch();
   readonly #build: BuildContext;
   #seq = 0;
   // Messages with seq <= drainUpTo are sent even below flushAt (after the timer, flush, close).
   #drainUpTo = 0;
+  // The flush period runs from here (the spec's "time since the last flush"): the last time a
+  // batch was taken or the timer flushed, else the client's creation.
+  #lastFlushAt: number;
   #timer: TimerHandle | undefined;
   #pumpScheduled = false;
   #closed = false;
@@ -139,10 +138,8 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
     this.#options = o;
     this.#clock = o.clock ?? systemClock;
     this.#logger = o.logger ?? defaultLogger(globalThis.process?.env?.['DEBUG']);
+    this.#lastFlushAt = this.#clock.now();
     this.#transport = o.transport ?? createNodeHttpTransport();
-    // Each in-flight attempt and retry wait listens on this signal; with a large maxInFlight
-    // Node would otherwise warn about a listener leak that is not one.
-    setMaxListeners(0, this.#stop.signal);
     const maxMessageBytes = Math.min(o.maxMessageBytes, maxSingleMessageBytes(o.maxBatchBytes));
     const clock = this.#clock;
     this.#build = { now: () => clock.now(), newMessageId: () => crypto.randomUUID(), maxMessageBytes };
@@ -325,13 +322,21 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
     this.emit('drop', { code, messageIds, totalDropped: this.#stats.dropped });
   }
 
+  // Armed only while messages wait beyond any pending drain, so an idle client sets no timer.
   #armTimer(): void {
     if (this.#closed) return;
-    this.#timer = this.#clock.setTimeout(() => {
-      this.#timer = undefined;
-      this.#drainUpTo = this.#seq;
-      this.#pump();
-    }, this.#options.flushAfterMs);
+    const delayMs = Math.max(0, this.#lastFlushAt + this.#options.flushAfterMs - this.#clock.now());
+    this.#timer = this.#clock.setTimeout(() => this.#onTimer(), delayMs);
+  }
+
+  #onTimer(): void {
+    this.#timer = undefined;
+    const now = this.#clock.now();
+    // A batch sent since this timer was set started a new period: wait for its end instead.
+    if (now < this.#lastFlushAt + this.#options.flushAfterMs) return this.#armTimer();
+    this.#lastFlushAt = now;
+    this.#drainUpTo = this.#seq;
+    this.#pump();
   }
 
   #clearTimer(): void {
@@ -339,8 +344,8 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
     this.#timer = undefined;
   }
 
-  // Deferred to a microtask so a burst of synchronous calls lands in one large batch instead
-  // of one request per flushAt messages.
+  // Deferred to a microtask so the caller whose call fills a batch does not build and send the
+  // request inside that call.
   #schedulePump(): void {
     if (this.#pumpScheduled) return;
     this.#pumpScheduled = true;
@@ -358,19 +363,21 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
       if (head.seq > this.#drainUpTo && this.#queue.length < o.flushAt) break;
       const batch = takeBatch(this.#queue, o);
       if (!batch) break;
-      void this.#send({ ...batch, firstSeq: head.seq });
+      this.#lastFlushAt = this.#clock.now();
+      void this.#send(batch);
     }
-    if (this.#queue.length === 0) this.#clearTimer();
+    // The newest queued message has seq === this.#seq; a pending drain sends it without a timer.
+    if (this.#queue.length === 0 || this.#seq <= this.#drainUpTo) this.#clearTimer();
     else if (this.#timer === undefined) this.#armTimer();
   }
 
-  async #send(batch: InFlightBatch): Promise<void> {
+  async #send(batch: Batch): Promise<void> {
     this.#inFlight.add(batch);
     this.#inFlightMessages += batch.entries.length;
     this.#logger.debug('sending batch', { messages: batch.entries.length, bytes: batch.bodyBytes });
     let outcome: DeliveryOutcome;
     try {
-      outcome = await deliverBatch(this.#delivery, batch, this.#stop.signal, (notice) => {
+      outcome = await deliverBatch(this.#delivery, batch, this.#stop, (notice) => {
         this.#logger.warn('retrying batch', { ...notice, messages: batch.entries.length });
         this.emit('retry', { messageIds: batch.entries.map((e) => e.messageId), ...notice });
       });
@@ -388,7 +395,7 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
     this.#pump();
   }
 
-  #settleBatch(batch: InFlightBatch, outcome: DeliveryOutcome): void {
+  #settleBatch(batch: Batch, outcome: DeliveryOutcome): void {
     const ids = () => batch.entries.map((e) => e.messageId);
     if (outcome.kind === 'delivered') {
       const refused = new Map(outcome.rejected.map((r) => [r.index, r]));

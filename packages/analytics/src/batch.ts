@@ -2,7 +2,9 @@ import type { MessageQueue, QueueEntry } from './queue.js';
 
 /** Limits of one request body. */
 export interface BatchLimits {
-  maxBatchMessages: number;
+  /** Most messages in one request. */
+  flushAt: number;
+  /** Largest request body, envelope included. */
   maxBatchBytes: number;
 }
 
@@ -22,7 +24,7 @@ export interface Batch {
 }
 
 /**
- * Takes the oldest messages that fit in one request: at most `maxBatchMessages`, and a body
+ * Takes the oldest messages that fit in one request: at most `flushAt`, and a body
  * of at most `maxBatchBytes` including the envelope. Always takes at least one message (a
  * message is refused at call time if it could not fit alone).
  */
@@ -31,7 +33,7 @@ export function takeBatch(queue: MessageQueue, limits: BatchLimits): Batch | und
   let bodyBytes = ENVELOPE_BYTES;
   for (;;) {
     const next = queue.peek();
-    if (!next || entries.length >= limits.maxBatchMessages) break;
+    if (!next || entries.length >= limits.flushAt) break;
     const added = next.bytes + (entries.length > 0 ? 1 : 0);
     if (entries.length > 0 && bodyBytes + added > limits.maxBatchBytes) break;
     queue.shift();

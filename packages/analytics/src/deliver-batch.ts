@@ -1,7 +1,9 @@
+import { AbortSwitch } from './abort-switch.js';
 import { type Batch, batchBody } from './batch.js';
 import type { Clock } from './clock.js';
 import { AnalyticsError } from './errors.js';
 import { classifyStatus, parseRetryAfter, type RetrySettings, retryDelayMs } from './retry-policy.js';
+import { type HookedRequest, onAbortKey } from './transport/abort-hook.js';
 import type { Transport } from './transport/transport.js';
 
 /** A message the server refused inside an accepted batch (Ferry's `rejected` list). */
@@ -40,16 +42,16 @@ export interface DeliveryContext {
   compress: ((body: string) => Promise<Uint8Array>) | undefined;
 }
 
-function abortableSleep(clock: Clock, ms: number, signal: AbortSignal): Promise<void> {
+function abortableSleep(clock: Clock, ms: number, stop: AbortSwitch): Promise<void> {
   return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
+    if (stop.aborted) return resolve();
     const done = () => {
       clock.clearTimeout(timer);
-      signal.removeEventListener('abort', done);
+      stopFollowing();
       resolve();
     };
     const timer = clock.setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
+    const stopFollowing = stop.onAbort(done);
   });
 }
 
@@ -71,25 +73,28 @@ type Attempt =
   | { verdict: 'success'; status: number; body: string }
   | { verdict: 'retry' | 'fail'; status: number | undefined; retryAfterMs: number | undefined; reason: string };
 
-async function attemptOnce(ctx: DeliveryContext, batch: Batch, stop: AbortSignal): Promise<Attempt> {
+async function attemptOnce(ctx: DeliveryContext, batch: Batch, stop: AbortSwitch): Promise<Attempt> {
   const text = batchBody(batch, new Date(ctx.clock.now()));
   const body = ctx.compress ? await ctx.compress(text) : text;
-  const controller = new AbortController();
+  const abort = new AbortSwitch();
   let timedOut = false;
   const timer = ctx.clock.setTimeout(() => {
     timedOut = true;
-    controller.abort();
+    abort.abort();
   }, ctx.requestTimeoutMs);
-  const onStop = () => controller.abort();
-  stop.addEventListener('abort', onStop, { once: true });
+  const stopFollowing = stop.onAbort(() => abort.abort());
+  const request: HookedRequest = {
+    url: ctx.url,
+    method: 'POST',
+    headers: ctx.headers,
+    body,
+    get signal() {
+      return abort.signal;
+    },
+    [onAbortKey]: (fn) => abort.onAbort(fn),
+  };
   try {
-    const res = await ctx.transport.send({
-      url: ctx.url,
-      method: 'POST',
-      headers: ctx.headers,
-      body,
-      signal: controller.signal,
-    });
+    const res = await ctx.transport.send(request);
     const verdict = classifyStatus(res.status);
     if (verdict === 'success') return { verdict, status: res.status, body: res.body };
     return {
@@ -103,7 +108,7 @@ async function attemptOnce(ctx: DeliveryContext, batch: Batch, stop: AbortSignal
     return { verdict: 'retry', status: undefined, retryAfterMs: undefined, reason };
   } finally {
     ctx.clock.clearTimeout(timer);
-    stop.removeEventListener('abort', onStop);
+    stopFollowing();
   }
 }
 
@@ -115,7 +120,7 @@ async function attemptOnce(ctx: DeliveryContext, batch: Batch, stop: AbortSignal
 export async function deliverBatch(
   ctx: DeliveryContext,
   batch: Batch,
-  stop: AbortSignal,
+  stop: AbortSwitch,
   onRetry: (notice: RetryNotice) => void,
 ): Promise<DeliveryOutcome> {
   for (let attempts = 1; ; attempts++) {

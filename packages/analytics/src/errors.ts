@@ -15,7 +15,7 @@ export const errorCodes = {
   missing_group_id: 'A group call needs a `groupId`.',
   missing_previous_id: 'An alias call needs a `previousId`.',
   invalid_field: 'A known field has the wrong type.',
-  invalid_timestamp: 'The timestamp is not a valid Date or ISO 8601 string.',
+  invalid_timestamp: 'The timestamp is not a valid Date or an ISO 8601 date-time the API accepts.',
   invalid_message_id: 'A messageId must be a non-empty string of at most 100 characters.',
   not_serializable: 'The message cannot be serialised to JSON (a cycle, a BigInt, a throwing toJSON).',
   message_too_large: 'The message is over the per-message limit (32 KB) once serialised.',

@@ -14,17 +14,15 @@ export type OverflowPolicy = 'drop-oldest' | 'reject';
 export const defaults = {
   /** Ferry's default local address. */
   endpoint: 'http://localhost:8080',
-  /** Queued messages that trigger a flush; 1 sends every call at once. */
+  /** Queued messages that trigger a flush, and the most one request carries; 1 sends every call on its own. */
   flushAt: 20,
-  /** Longest a queued message waits for a flush. */
+  /** Period of the flush: queued messages are sent once this long has passed since the last flush. */
   flushAfterMs: 5_000,
-  /** Most messages in one request (the API accepts 2,500). */
-  maxBatchMessages: 1_000,
   /** Largest request body (the API's 500 KB). */
   maxBatchBytes: 500_000,
   /** Largest serialised message (the API's 32 KB). */
   maxMessageBytes: 32_000,
-  /** Requests in flight at once; later batches wait and grow instead of multiplying requests. */
+  /** Requests in flight at once; further full batches wait in the queue. */
   maxInFlight: 4,
   /** Bound on messages waiting to be sent. */
   maxQueueMessages: 100_000,
@@ -58,16 +56,20 @@ export interface AnalyticsOptions {
   endpoint?: string;
   /** Segment's name for `endpoint`, accepted so switching from `@segment/analytics-node` is one line. */
   host?: string;
-  /** Queued messages that trigger a flush. Default 20; 1 sends every call at once. */
+  /**
+   * Queued messages that trigger a flush, and the most messages one request carries (1 to
+   * 2,500, the API's limit). Default 20; 1 sends every call in its own request.
+   */
   flushAt?: number;
   /** The spec's other name for `flushAt`. */
   size?: number;
-  /** Longest a queued message waits for a flush, in ms. Default 5,000. */
+  /**
+   * Period of the flush in ms: what is queued is sent once this long has passed since the last
+   * flush, whatever triggered that one. Default 5,000.
+   */
   flushAfterMs?: number;
   /** The spec's name for `flushAfterMs`; also in milliseconds. */
   flushAfter?: number;
-  /** Most messages in one request. Default 1,000. */
-  maxBatchMessages?: number;
   /** Largest request body in bytes, envelope included. Default 500,000. */
   maxBatchBytes?: number;
   /** Largest serialised message in bytes; larger calls are refused. Default 32,000. */
@@ -108,7 +110,6 @@ export interface ResolvedOptions {
   batchUrl: string;
   flushAt: number;
   flushAfterMs: number;
-  maxBatchMessages: number;
   maxBatchBytes: number;
   maxMessageBytes: number;
   maxInFlight: number;
@@ -130,7 +131,6 @@ export interface ResolvedOptions {
 const integerOptions = {
   flushAt: 1,
   flushAfterMs: 1,
-  maxBatchMessages: 1,
   maxBatchBytes: 1_000,
   maxMessageBytes: 1,
   maxInFlight: 1,
@@ -142,6 +142,9 @@ const integerOptions = {
   retryMaxDelayMs: 0,
   retryAfterMaxMs: 0,
 } as const;
+
+// flushAt caps every batch, so it cannot exceed what the ingestion API accepts per request.
+const maxFlushAt = 2_500;
 
 const aliases = { size: 'flushAt', flushAfter: 'flushAfterMs', host: 'endpoint' } as const;
 const otherKeys = ['writeKey', 'endpoint', 'overflow', 'gzip', 'transport', 'logger', 'clock', 'random'];
@@ -174,6 +177,7 @@ export function resolveOptions(input: AnalyticsOptions): ResolvedOptions {
     if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) fail(`\`${key}\` must be an integer >= ${min}.`);
     ints[key] = v;
   }
+  if (ints.flushAt > maxFlushAt) fail(`\`flushAt\` must be at most ${maxFlushAt}, the most messages the API takes in one request.`);
   if (ints.maxMessageBytes > ints.maxBatchBytes - 64) fail('`maxMessageBytes` must leave room for the batch envelope.');
 
   const endpoint = raw['endpoint'] ?? defaults.endpoint;

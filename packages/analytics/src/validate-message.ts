@@ -1,4 +1,5 @@
 import { AnalyticsError } from './errors.js';
+import { isStorableMs, parseIsoTimestamp } from './iso-timestamp.js';
 import type { CallType } from './messages.js';
 
 // Callers may be plain JavaScript, so every check looks at the runtime value, not the type.
@@ -61,13 +62,16 @@ export function validateMessage(type: CallType, m: unknown): asserts m is Record
   if (id !== undefined && (!isNonEmptyString(id) || id.length > 100)) throw new AnalyticsError('invalid_message_id');
 }
 
-/** The ISO 8601 form of a caller's timestamp, or an {@link AnalyticsError}. */
+/**
+ * The timestamp to send for a caller's `timestamp`, or an {@link AnalyticsError}
+ * `invalid_timestamp` when the server would refuse it.
+ */
 export function normalizeTimestamp(v: unknown): string {
   if (v instanceof Date) {
-    if (Number.isNaN(v.getTime())) throw new AnalyticsError('invalid_timestamp');
+    if (!isStorableMs(v.getTime())) throw new AnalyticsError('invalid_timestamp');
     return v.toISOString();
   }
-  // Kept as written: the server accepts any ISO 8601 form and keeps the caller's offset meaning.
-  if (typeof v === 'string' && v.length > 0 && !Number.isNaN(Date.parse(v))) return v;
+  // Kept as written: the server reads every form parseIsoTimestamp accepts, offset included.
+  if (typeof v === 'string' && parseIsoTimestamp(v) !== undefined) return v;
   throw new AnalyticsError('invalid_timestamp');
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { Analytics, type AnalyticsError, type DropEvent } from '@ferry/analytics';
+import { within } from './support/deadline.js';
 import { ManualClock, tick } from './support/manual-clock.js';
 import { runModule } from './support/run-child.js';
 import { SinkServer } from './support/sink-server.js';
@@ -13,47 +14,57 @@ describe('flush and close', () => {
   afterEach(() => sink.close());
 
   it('close() sends everything queued, then refuses new calls with code closed', async () => {
-    const client = new Analytics('wk', { endpoint: sink.url, flushAt: 50, maxInFlight: 1 });
+    const clock = new ManualClock();
+    const client = new Analytics('wk', { endpoint: sink.url, flushAt: 50, maxInFlight: 1, clock });
     for (let i = 0; i < 120; i++) client.track({ userId: 'u', event: `E${i}` });
-    const result = await client.close();
+    const result = await within(client.close(), 'close');
     assert.deepEqual(result, { status: 'complete', delivered: 120, failed: [], unconfirmed: [] });
-    assert.equal(sink.accepted.length, 120);
+    assert.deepEqual(
+      sink.accepted.map((m) => m['event']),
+      Array.from({ length: 120 }, (_, i) => `E${i}`),
+    );
+    assert.deepEqual(
+      sink.requests.map((r) => r.json.batch.length),
+      [50, 50, 20],
+    );
     assert.throws(() => client.track({ userId: 'u', event: 'late' }), { code: 'closed' });
     assert.equal(await client.close(), result, 'a second close returns the first result');
   });
 
   it('flush() without close() resolves once the server confirmed, and the client stays usable', async () => {
-    const client = new Analytics('wk', { endpoint: sink.url });
+    const clock = new ManualClock();
+    const client = new Analytics('wk', { endpoint: sink.url, clock });
     client.identify({ userId: 'u', traits: { a: 1 } });
-    const first = await client.flush();
+    const first = await within(client.flush(), 'the first flush');
     assert.equal(first.delivered, 1);
     assert.equal(sink.accepted.length, 1);
     client.track({ userId: 'u', event: 'after' });
-    assert.equal((await client.flush()).delivered, 1);
+    assert.equal((await within(client.flush(), 'the second flush')).delivered, 1);
     assert.equal(sink.accepted.length, 2);
     assert.deepEqual(await client.flush(), { status: 'complete', delivered: 0, failed: [], unconfirmed: [] });
-    await client.close();
+    await within(client.close(), 'close');
   });
 
   it('flush() covers what was queued when it was called, including batches already in flight', async () => {
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
     sink.handler = (_req, i) => (i === 0 ? { after: held } : {});
-    const client = new Analytics('wk', { endpoint: sink.url, flushAt: 2 });
+    const clock = new ManualClock();
+    const client = new Analytics('wk', { endpoint: sink.url, flushAt: 2, clock });
     client.track({ userId: 'u', event: 'A' });
     client.track({ userId: 'u', event: 'B' });
     await sink.untilRequests(1);
     client.track({ userId: 'u', event: 'C' });
     const flushed = client.flush();
-    await sink.untilRequests(2);
+    await sink.untilAccepted(1);
     let settled = false;
     void flushed.then(() => (settled = true));
     await tick();
     assert.equal(settled, false, 'still waiting for the held batch');
     release();
-    const result = await flushed;
+    const result = await within(flushed, 'the flush');
     assert.equal(result.delivered, 3);
-    await client.close();
+    await within(client.close(), 'close');
   });
 
   it('a flush() timeout lists the unconfirmed messages and keeps them queued', async () => {
@@ -61,16 +72,16 @@ describe('flush and close', () => {
     let release!: () => void;
     const held = new Promise<void>((r) => (release = r));
     sink.handler = () => ({ after: held });
-    const client = new Analytics('wk', { endpoint: sink.url, clock, maxInFlight: 1, maxBatchMessages: 2 });
+    const client = new Analytics('wk', { endpoint: sink.url, clock, maxInFlight: 1, flushAt: 2 });
     const ids = ['A', 'B', 'C'].map((event) => client.track({ userId: 'u', event }));
     const flushed = client.flush({ timeoutMs: 1_000 });
     await sink.untilRequests(1);
     clock.advance(1_000);
-    const result = await flushed;
+    const result = await within(flushed, 'the flush');
     assert.equal(result.status, 'timeout');
     assert.deepEqual(result.unconfirmed.sort(), [...ids].sort());
     release();
-    const later = await client.close();
+    const later = await within(client.close(), 'close');
     assert.equal(later.delivered, 3, 'a flush timeout drops nothing');
     assert.deepEqual(sink.accepted.map((m) => m['messageId']), ids);
   });
@@ -78,23 +89,25 @@ describe('flush and close', () => {
   it('close({ timeout }) gives up what is unconfirmed and reports it through result, drop event and callbacks', async () => {
     const clock = new ManualClock();
     sink.handler = () => ({ after: new Promise(() => {}) });
-    const client = new Analytics('wk', { endpoint: sink.url, clock, maxInFlight: 1, maxBatchMessages: 1 });
+    const client = new Analytics('wk', { endpoint: sink.url, clock, maxInFlight: 1, flushAt: 1 });
     const drops: DropEvent[] = [];
     client.on('drop', (e) => drops.push(e));
     const errors = new Map<string, string | undefined>();
-    const cb = (err: AnalyticsError | undefined, id: string) => errors.set(id, err?.code);
+    let bothSettled!: () => void;
+    const settled = new Promise<void>((resolve) => (bothSettled = resolve));
+    const cb = (err: AnalyticsError | undefined, id: string) => {
+      errors.set(id, err?.code);
+      if (errors.size === 2) bothSettled();
+    };
     const ids = ['A', 'B'].map((event) => client.track({ userId: 'u', event }, cb));
     const closing = client.close({ timeout: 2_000 });
     await sink.untilRequests(1);
     clock.advance(2_000);
-    const result = await closing;
+    const result = await within(closing, 'close');
     assert.equal(result.status, 'timeout');
     assert.deepEqual(result.unconfirmed.sort(), [...ids].sort());
     // The aborted in-flight request settles once its socket is torn down.
-    await new Promise<void>((resolve) => {
-      const check = () => (errors.size === 2 ? resolve() : setImmediate(check));
-      check();
-    });
+    await within(settled, 'both callbacks');
     assert.deepEqual([...errors.values()], ['unconfirmed', 'unconfirmed']);
     assert.deepEqual(drops.flatMap((d) => d.messageIds).sort(), [...ids].sort());
     assert.ok(drops.every((d) => d.code === 'unconfirmed'));
@@ -103,16 +116,17 @@ describe('flush and close', () => {
 
   it('an AbortSignal ends a flush wait', async () => {
     sink.handler = () => ({ after: new Promise(() => {}) });
-    const client = new Analytics('wk', { endpoint: sink.url });
+    const clock = new ManualClock();
+    const client = new Analytics('wk', { endpoint: sink.url, clock });
     const id = client.track({ userId: 'u', event: 'E' });
     const controller = new AbortController();
     const flushed = client.flush({ signal: controller.signal });
     await sink.untilRequests(1);
     controller.abort();
-    const result = await flushed;
+    const result = await within(flushed, 'the flush');
     assert.equal(result.status, 'aborted');
     assert.deepEqual(result.unconfirmed, [id]);
-    await client.close({ signal: AbortSignal.abort() });
+    await within(client.close({ signal: AbortSignal.abort() }), 'close');
   });
 
   it('keeps no timer alive on its own', async () => {
@@ -122,7 +136,7 @@ describe('flush and close', () => {
     client.track({ userId: 'u', event: 'queued' });
     assert.equal(client.stats.queued, 1);
     assert.equal(timers(), baseline, "the flush timer is unref'd");
-    await client.close();
+    await within(client.close(), 'close');
   });
 
   it('lets a process that never calls close() exit: no ref\'d timer or socket is left', async () => {
@@ -145,11 +159,12 @@ describe('flush and close', () => {
   });
 
   it('emits flush events with the messageIds each confirmed batch carried', async () => {
-    const client = new Analytics('wk', { endpoint: sink.url });
+    const clock = new ManualClock();
+    const client = new Analytics('wk', { endpoint: sink.url, clock });
     const flushed: string[][] = [];
     client.on('flush', (e) => flushed.push(e.messageIds));
     const ids = [client.track({ userId: 'u', event: 'A' }), client.page({ anonymousId: 'a', name: 'Home' })];
-    await client.close();
+    await within(client.close(), 'close');
     assert.deepEqual(flushed, [ids]);
   });
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { afterEach, beforeEach, describe, it } from 'node:test';
 import { Analytics, AnalyticsError, libraryInfo } from '@ferry/analytics';
+import { within } from './support/deadline.js';
 import { ManualClock } from './support/manual-clock.js';
 import { SinkServer } from './support/sink-server.js';
 
@@ -18,10 +19,10 @@ function codeOf(fn: () => unknown): string {
 
 describe('messages', () => {
   let sink: SinkServer;
-  before(async () => {
+  beforeEach(async () => {
     sink = await SinkServer.start();
   });
-  after(() => sink.close());
+  afterEach(() => sink.close());
 
   it('refuses invalid calls synchronously with a stable code and queues nothing', async () => {
     const client = new Analytics('wk', { endpoint: sink.url });
@@ -48,24 +49,27 @@ describe('messages', () => {
     ];
     for (const [code, call] of cases) assert.equal(codeOf(call), code, call.toString());
     assert.equal(client.stats.queued, 0);
-    const result = await client.close();
+    const result = await within(client.close(), 'close');
     assert.equal(result.delivered, 0);
     assert.equal(sink.requests.length, 0);
   });
 
   it('stamps type, messageId, timestamp and context.library, and sends a Segment batch', async () => {
     const clock = new ManualClock();
-    const before = sink.requests.length;
     const client = new Analytics({ writeKey: 'secret-key', endpoint: `${sink.url}/base/`, clock });
     const id = client.track({ userId: 'u1', event: 'Signed Up', properties: { plan: 'pro' }, context: { ip: '1.2.3.4' } });
     assert.match(id, UUID);
     const plain = client.track({ userId: 'u2', event: 'Plain' });
-    await client.close();
-    const req = sink.requests[before]!;
+    await within(client.close(), 'close');
+    assert.equal(sink.requests.length, 1);
+    const req = sink.requests[0]!;
     assert.equal(req.method, 'POST');
     assert.equal(req.url, '/base/v1/batch');
     assert.equal(req.headers.authorization, `Basic ${Buffer.from('secret-key:').toString('base64')}`);
     assert.equal(req.headers['content-type'], 'application/json');
+    assert.equal(req.headers.host, new URL(sink.url).host);
+    assert.equal(req.headers.connection, 'keep-alive');
+    assert.equal(req.headers['content-length'], String(Buffer.byteLength(req.text)));
     assert.equal(req.json.sentAt, new Date(clock.now()).toISOString());
     assert.deepEqual(req.json.batch, [
       {
@@ -89,7 +93,6 @@ describe('messages', () => {
   });
 
   it('builds every call type with the fields of the spec', async () => {
-    const before = sink.accepted.length;
     const client = new Analytics('wk', { endpoint: sink.url, flushAt: 100 });
     client.identify({ userId: 'u', traits: { email: 'a@example.com' } });
     client.track({ anonymousId: 'a', event: 'Clicked', properties: { n: 1 } });
@@ -103,8 +106,8 @@ describe('messages', () => {
     client.screen({ userId: 'u', name: 'Home', properties: { tab: 2 } });
     client.group({ userId: 'u', groupId: 'g1', traits: { industry: 'retail', employees: 12 } });
     client.alias({ previousId: 'a', userId: 'u' });
-    await client.close();
-    const got = sink.accepted.slice(before);
+    await within(client.close(), 'close');
+    const got = sink.accepted;
     assert.deepEqual(
       got.map((m) => m['type']),
       ['identify', 'track', 'page', 'page', 'screen', 'group', 'alias'],
@@ -130,13 +133,12 @@ describe('messages', () => {
   });
 
   it('keeps a historical timestamp, a caller messageId and the integrations map as given', async () => {
-    const before = sink.accepted.length;
     const client = new Analytics('wk', { endpoint: sink.url });
     const integrations = { All: false, Webhooks: true, webhooks: false, Amplitude: { sessionId: 7 } };
     client.track({ userId: 'u', event: 'Old', timestamp: new Date(Date.UTC(2019, 4, 6)), integrations });
     client.track({ userId: 'u', event: 'Offset', timestamp: '2019-05-06T01:02:03-0700', messageId: 'import-1' });
-    await client.close();
-    const [a, b] = sink.accepted.slice(before);
+    await within(client.close(), 'close');
+    const [a, b] = sink.accepted;
     assert.equal(a!['timestamp'], '2019-05-06T00:00:00.000Z');
     assert.deepEqual(a!['integrations'], integrations);
     assert.equal(b!['timestamp'], '2019-05-06T01:02:03-0700');
@@ -144,7 +146,6 @@ describe('messages', () => {
   });
 
   it('refuses a message over 32 KB at call time and accepts one just under', async () => {
-    const before = sink.accepted.length;
     const client = new Analytics('wk', { endpoint: sink.url });
     // Same keys and value lengths as the client will serialise, so the size is exact.
     const fixed = { messageId: 'm'.repeat(36), timestamp: '2024-01-02T03:04:05.678Z' };
@@ -156,8 +157,8 @@ describe('messages', () => {
     assert.equal(codeOf(() => client.track(over)), 'message_too_large');
     // Multi-byte characters count as their UTF-8 size.
     assert.equal(codeOf(() => client.track({ userId: 'u', event: 'E', properties: { pad: 'é'.repeat(17_000) } })), 'message_too_large');
-    await client.close();
-    assert.equal(sink.accepted.length - before, 1);
+    await within(client.close(), 'close');
+    assert.equal(sink.accepted.length, 1);
     assert.equal(Buffer.byteLength(JSON.stringify(sink.accepted.at(-1))), 32_000);
   });
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { Analytics, type AnalyticsError, type DropEvent } from '@ferry/analytics';
+import { within } from './support/deadline.js';
 import { ManualClock } from './support/manual-clock.js';
 import { SinkServer } from './support/sink-server.js';
 
@@ -28,7 +29,7 @@ describe('bounded queue', () => {
     );
     assert.equal(outcome.get(ids[0]!), 'queue_overflow');
     assert.equal(client.stats.dropped, 2);
-    await client.close();
+    await within(client.close(), 'close');
     assert.deepEqual(
       sink.accepted.map((m) => m['event']),
       ['E3', 'E4', 'E5'],
@@ -47,7 +48,7 @@ describe('bounded queue', () => {
     assert.throws(() => client.track({ userId: 'u', event: 'C' }), { name: 'AnalyticsError', code: 'queue_full' });
     assert.equal(drops.length, 1);
     assert.equal(drops[0]!.code, 'queue_full');
-    await client.close();
+    await within(client.close(), 'close');
     assert.deepEqual(
       sink.accepted.map((m) => m['event']),
       ['A', 'B'],
@@ -62,7 +63,7 @@ describe('bounded queue', () => {
     assert.ok(client.stats.queued < 10);
     assert.equal(client.stats.queued + client.stats.dropped, 10);
     const queued = client.stats.queued;
-    const result = await client.close();
+    const result = await within(client.close(), 'close');
     assert.equal(result.delivered, queued);
     assert.equal(sink.accepted.length, 10 - client.stats.dropped);
     assert.equal(sink.accepted.at(-1)!['event'], 'E9', 'the newest survive');

@@ -8,12 +8,16 @@ import {
   parseRetryAfter,
   type RetryEvent,
   retryDelayMs,
+  type Transport,
 } from '@ferry/analytics';
+import { within } from './support/deadline.js';
 import { ManualClock } from './support/manual-clock.js';
 import { SinkServer } from './support/sink-server.js';
 
-// Short real delays keep these fast without a fake clock; the schedule itself is tested as data below.
-const quickRetries = { retryBaseDelayMs: 1, retryMaxDelayMs: 2, maxRetries: 2 };
+// Two retries with random() fixed at 0: the first waits 50 ms, the second 100 ms, on the
+// injected clock (the schedule itself is tested as data below).
+const twoRetries = { retryBaseDelayMs: 100, retryMaxDelayMs: 10_000, maxRetries: 2, random: () => 0 };
+const retryDelays = [50, 100];
 
 describe('retry policy (data)', () => {
   const statusCases: Array<[number, 'success' | 'retry' | 'fail']> = [
@@ -70,7 +74,8 @@ describe('retries against a server', () => {
   for (const c of cases) {
     it(`HTTP ${c.status}: ${c.requests} request(s), then ${c.code}`, async () => {
       sink.handler = () => ({ status: c.status });
-      const client = new Analytics('wk', { endpoint: sink.url, ...quickRetries });
+      const clock = new ManualClock();
+      const client = new Analytics('wk', { endpoint: sink.url, clock, ...twoRetries });
       const errors: AnalyticsError[] = [];
       const retries: RetryEvent[] = [];
       client.on('error', (e) => errors.push(e.error)).on('retry', (e) => retries.push(e));
@@ -78,9 +83,14 @@ describe('retries against a server', () => {
       const id = client.track({ userId: 'u', event: 'E' }, (err) => {
         callbackError = err;
       });
-      const result = await client.close();
+      const closing = client.close();
+      for (const delayMs of retryDelays.slice(0, c.requests - 1)) await clock.advanceThrough(delayMs);
+      const result = await within(closing, 'close');
       assert.equal(sink.requests.length, c.requests);
-      assert.equal(retries.length, c.requests - 1);
+      assert.deepEqual(
+        retries.map((r) => [r.retry, r.delayMs, r.status]),
+        retryDelays.slice(0, c.requests - 1).map((delayMs, i) => [i + 1, delayMs, c.status]),
+      );
       assert.deepEqual(result.failed, [{ messageId: id, code: c.code }]);
       assert.equal(callbackError?.code, c.code);
       assert.equal(callbackError?.status, c.status);
@@ -92,26 +102,61 @@ describe('retries against a server', () => {
   it('recovers after transient failures, resending the same messageIds', async () => {
     const answers = [{ status: 503 }, { destroy: true }, { status: 200 }];
     sink.handler = (_req, i) => answers[i];
-    const client = new Analytics('wk', { endpoint: sink.url, ...quickRetries });
+    const clock = new ManualClock();
+    const client = new Analytics('wk', { endpoint: sink.url, clock, ...twoRetries });
     const ids = [client.track({ userId: 'u', event: 'A' }), client.track({ userId: 'u', event: 'B' })];
-    const result = await client.close();
+    const closing = client.close();
+    for (const delayMs of retryDelays) await clock.advanceThrough(delayMs);
+    const result = await within(closing, 'close');
     assert.equal(result.delivered, 2);
     assert.equal(sink.requests.length, 3);
     for (const r of sink.requests) assert.deepEqual(r.json.batch.map((m) => m['messageId']), ids);
   });
 
   it('retries an attempt that times out', async () => {
-    let hang: (() => void) | undefined;
-    sink.handler = (_req, i) => (i === 0 ? { after: new Promise<void>((r) => (hang = r)) } : {});
-    const client = new Analytics('wk', { endpoint: sink.url, requestTimeoutMs: 50, ...quickRetries });
+    let hang!: () => void;
+    const held = new Promise<void>((r) => (hang = r));
+    sink.handler = (_req, i) => (i === 0 ? { after: held } : {});
+    const clock = new ManualClock();
+    const client = new Analytics('wk', { endpoint: sink.url, clock, requestTimeoutMs: 1_000, ...twoRetries });
     const retries: RetryEvent[] = [];
     client.on('retry', (e) => retries.push(e));
     client.track({ userId: 'u', event: 'Slow' });
-    const result = await client.close();
-    hang?.();
+    const closing = client.close();
+    await sink.untilRequests(1);
+    clock.advance(999);
+    assert.equal(retries.length, 0, 'no timeout before requestTimeoutMs');
+    clock.advance(1);
+    await clock.advanceThrough(retryDelays[0]!);
+    const result = await within(closing, 'close');
+    hang();
     assert.equal(result.delivered, 1);
+    assert.equal(sink.requests.length, 2);
     assert.equal(retries.length, 1);
-    assert.match(retries[0]!.reason, /timed out after 50 ms/);
+    assert.match(retries[0]!.reason, /timed out after 1000 ms/);
+  });
+
+  it('aborts the signal an injected transport was given when the attempt times out', async () => {
+    const signals: AbortSignal[] = [];
+    const transport: Transport = {
+      send(req) {
+        signals.push(req.signal);
+        if (signals.length > 1) return Promise.resolve({ status: 200, headers: {}, body: '{"success":true}' });
+        return new Promise((_, reject) => req.signal.addEventListener('abort', () => reject(new Error('aborted'))));
+      },
+    };
+    const clock = new ManualClock();
+    const client = new Analytics('wk', { endpoint: sink.url, transport, clock, requestTimeoutMs: 1_000, ...twoRetries });
+    client.track({ userId: 'u', event: 'E' });
+    const closing = client.close();
+    await clock.advanceThrough(1_000);
+    await clock.advanceThrough(retryDelays[0]!);
+    const result = await within(closing, 'close');
+    assert.equal(result.delivered, 1);
+    assert.deepEqual(
+      signals.map((s) => s.aborted),
+      [true, false],
+    );
   });
 
   it('waits what Retry-After says (capped), not the backoff schedule', async () => {
@@ -122,24 +167,24 @@ describe('retries against a server', () => {
     client.on('retry', (e) => delays.push(e.delayMs));
     client.track({ userId: 'u', event: 'E' });
     const done = client.flush();
-    clock.advance(await clock.nextTimer((ms) => ms === 7_000));
-    clock.advance(await clock.nextTimer((ms) => ms === defaults.retryAfterMaxMs));
-    const result = await done;
+    await clock.advanceThrough(7_000);
+    await clock.advanceThrough(defaults.retryAfterMaxMs);
+    const result = await within(done, 'the flush');
     assert.equal(result.delivered, 1);
     assert.deepEqual(delays, [7_000, defaults.retryAfterMaxMs]);
-    await client.close();
+    await within(client.close(), 'close');
   });
 
   it('reports messages the server refused inside an accepted batch', async () => {
     sink.handler = () => ({
       body: JSON.stringify({ success: true, rejected: [{ index: 1, code: 'invalid_field', message: 'bad' }] }),
     });
-    const client = new Analytics('wk', { endpoint: sink.url });
+    const client = new Analytics('wk', { endpoint: sink.url, clock: new ManualClock() });
     const outcomes: Array<string | undefined> = [];
     const cb = (err: AnalyticsError | undefined) => outcomes.push(err?.code);
     client.track({ userId: 'u', event: 'A' }, cb);
     const refused = client.track({ userId: 'u', event: 'B' }, cb);
-    const result = await client.close();
+    const result = await within(client.close(), 'close');
     assert.deepEqual(outcomes, [undefined, 'message_rejected']);
     assert.equal(result.delivered, 1);
     assert.deepEqual(result.failed, [{ messageId: refused, code: 'message_rejected' }]);

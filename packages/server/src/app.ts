@@ -3,8 +3,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
-import { audienceRoutes } from './admin/audience-routes.js';
-import { adminRoutes, hashToken } from './admin/routes.js';
+import { registerAdminApi } from './admin/admin-api.js';
+import { assertStrongAdminToken, hashToken } from './admin/admin-auth.js';
 import { AudienceSync } from './audiences/audience-sync.js';
 import { defaultHttpServerSettings, type HttpServerSettings } from './config/defaults.js';
 import type { FerryConfig } from './config/model.js';
@@ -12,13 +12,18 @@ import { createHttpSender } from './destinations/webhooks/http-sender.js';
 import type { WebhookSender } from './destinations/webhooks/sender.js';
 import { DeliveryWorker } from './delivery/worker.js';
 import { FerryError } from './errors/error-codes.js';
+import { isClientAbort } from './ingest/client-abort.js';
+import { limitConnectionsPerAddress } from './ingest/connections-per-address.js';
+import { httpLimitsFromEnv } from './ingest/http-limits-from-env.js';
 import { ingestRoutes } from './ingest/routes.js';
+import { healthRoutes } from './lifecycle/health-routes.js';
+import { Lifecycle, type StopOptions } from './lifecycle/lifecycle.js';
 import { RegulationRunner } from './regulations/regulation-runner.js';
 import { Catalog } from './routing/catalog.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
+import { isStoreFailure } from './store/store-failure.js';
 import type { Store } from './store/store.js';
 import { systemClock, type Clock } from './util/clock.js';
-import { ferryVersion } from './util/version.js';
 
 /** Everything a Ferry server is built from. Only `config` is required. */
 export interface FerryOptions {
@@ -28,7 +33,10 @@ export interface FerryOptions {
   dataDir?: string;
   /** A ready store (e.g. PostgreSQL); otherwise SQLite in `dataDir`. */
   store?: Store;
-  /** The admin API's Bearer token. When absent, one is generated, and `generatedAdminToken` holds it. */
+  /**
+   * The admin API's Bearer token, at least 32 characters (a shorter one is refused). When
+   * absent, one is generated, and `generatedAdminToken` holds it.
+   */
   adminToken?: string;
   /** Time for delivery decisions, leases and timestamps; tests inject a manual clock. Default: the system clock. */
   clock?: Clock;
@@ -45,7 +53,7 @@ export interface FerryOptions {
    * another node take effect here. Default 5000 ms on PostgreSQL; SQLite has one process.
    */
   catalogRefreshMs?: number;
-  /** Limits against slow and idle clients; defaults in `config/defaults.ts`. */
+  /** Limits against slow, idle and greedy clients; defaults in `config/defaults.ts`, over which the environment's are applied. */
   http?: Partial<HttpServerSettings>;
   /** Start the delivery loop with `start()`. Tests that drive the worker by hand turn it off. Default true. */
   deliver?: boolean;
@@ -68,8 +76,12 @@ export interface Ferry {
   readonly generatedAdminToken: string | undefined;
   /** Listens on the port (0: any free one) and starts delivering; resolves with the base URL. */
   start(port: number, host?: string): Promise<string>;
-  /** Stops accepting, lets in-flight requests and deliveries finish, returns held jobs, closes the store. */
-  stop(): Promise<void>;
+  /**
+   * Drains and stops: readiness fails and new requests get 503 at once, attempts and requests
+   * in flight finish, held jobs go back to the queue, then the listener and the store close.
+   * See {@link StopOptions} for the drain's length.
+   */
+  stop(options?: StopOptions): Promise<void>;
 }
 
 const adminTokenSetting = 'admin_token_sha256';
@@ -91,41 +103,30 @@ function guardBodyDeadline(raw: IncomingMessage, response: ServerResponse, bodyT
   const clear = () => clearTimeout(timer);
   raw.once('end', clear);
   raw.once('close', clear);
-}
-
-/**
- * Whether an error comes from the database being unavailable (locked, full, read-only, down,
- * unreachable) rather than from a fault in Ferry: those answer 503, as ingestion does.
- */
-function isStoreFailure(error: unknown): boolean {
-  const code = (error as { code?: unknown }).code;
-  if (typeof code !== 'string') return false;
-  return (
-    /^SQLITE_(BUSY|LOCKED|FULL|IOERR|READONLY|CANTOPEN|PROTOCOL)/.test(code) ||
-    // PostgreSQL: connection exceptions (08), insufficient resources (53), operator intervention (57).
-    /^(08|53|57)[0-9A-Z]{3}$/.test(code) ||
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code)
-  );
+  // A request answered before its body was read (a refused key) never ends nor closes itself.
+  response.once('close', clear);
 }
 
 /** Builds a Ferry server: store, catalog, ingestion and admin HTTP API, delivery worker. */
 export async function createFerry(options: FerryOptions): Promise<Ferry> {
   const clock = options.clock ?? systemClock;
+  // First, so that a bad limit in the environment stops the start before the store is opened.
+  const limits: HttpServerSettings = { ...defaultHttpServerSettings, ...httpLimitsFromEnv(process.env), ...options.http };
   const logger =
     options.logger ??
     pino({
-      level: process.env['FERRY_LOG_LEVEL'] ?? 'info',
+      level: process.env['FERRY_LOG_LEVEL'] || 'info',
       redact: { paths: ['req.headers.authorization', '*.writeKey', '*.sharedSecret', 'headers.authorization'], censor: '[redacted]' },
     });
   const { config } = options;
+  const givenToken = options.adminToken?.trim();
+  if (givenToken !== undefined) assertStrongAdminToken(givenToken);
   const store = options.store ?? new SqliteStore({ path: join(options.dataDir ?? './.ferry', 'ferry.db') });
   const catalog = new Catalog(store, clock);
   await catalog.init({ sources: config.sources, destinations: config.destinations });
 
   let generatedAdminToken: string | undefined;
   let adminTokenHash: Buffer;
-  const givenToken = options.adminToken?.trim();
-  if (options.adminToken !== undefined && !givenToken) throw new Error('the admin token is empty');
   if (givenToken) {
     adminTokenHash = hashToken(givenToken);
     // A token set by the operator retires a generated one (perhaps leaked): unsetting it
@@ -159,7 +160,6 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     ? new AudienceSync({ audiences: audienceStore, catalog, clock, logger, settings: config.audiences, onQueued: wake })
     : undefined;
 
-  const limits: HttpServerSettings = { ...defaultHttpServerSettings, ...options.http };
   const app = Fastify({
     logger: false,
     // Slow or idle clients must not hold sockets forever (slowloris); real clients finish far sooner.
@@ -167,19 +167,26 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     http: { headersTimeout: limits.headersTimeoutMs, connectionsCheckingInterval: limits.connectionsCheckingIntervalMs },
     bodyLimit: 1024 * 1024,
-    // Our own 503 below answers in the error format while stopping.
+    // The lifecycle's own 503 answers in the error format while stopping.
     return503OnClosing: false,
     // Behind a reverse proxy, FERRY_TRUST_PROXY=1 takes the client address from X-Forwarded-For (context.ip).
     trustProxy: ['1', 'true', 'yes'].includes((process.env['FERRY_TRUST_PROXY'] ?? '').toLowerCase()),
   });
   app.server.maxConnections = limits.maxConnections;
-  let closing = false;
+  limitConnectionsPerAddress(app.server, limits.maxConnectionsPerAddress, logger);
+  let catalogTimer: NodeJS.Timeout | undefined;
+  const lifecycle = new Lifecycle({ app, worker, audiences, regulations, sender, store, onStopping: () => clearInterval(catalogTimer) });
+  app.addHook('onRequest', lifecycle.refuseWhileDraining);
   app.addHook('onRequest', async (request, reply) => {
-    if (closing) return reply.code(503).header('connection', 'close').send(new FerryError('shutting_down').toBody());
     if (!request.raw.complete) guardBodyDeadline(request.raw, reply.raw, limits.bodyTimeoutMs);
   });
   app.setErrorHandler((error: FastifyError | FerryError, request, reply) => {
     if (error instanceof FerryError) return reply.code(error.status).send(error.toBody());
+    // A hang-up mid-body also surfaces as ECONNRESET: the client's doing, not an outage. No one is left to read the answer.
+    if (isClientAbort(request.raw)) {
+      logger.info({ url: request.url }, 'client closed the connection before sending its whole request');
+      return reply.code(400).send(new FerryError('bad_request', 'the request ended before its body was complete').toBody());
+    }
     if (isStoreFailure(error)) {
       logger.error({ err: error, url: request.url }, 'store unavailable; answered 503');
       return reply.code(503).send(new FerryError('store_unavailable').toBody());
@@ -196,19 +203,20 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send(new FerryError('not_found', `no route ${request.method} ${request.url.split('?')[0]}`).toBody()),
   );
-  app.get('/health', async () => ({ status: 'ok', version: ferryVersion, store: store.kind }));
-  await app.register(async (scope) => ingestRoutes(scope, { store, catalog, clock, logger, onCommitted: wake }));
-  await app.register(
-    async (scope) => {
-      await adminRoutes(scope, { store, catalog, clock, regulations, adminTokenHash, onQueued: wake });
-      // Same scope, so the admin Bearer-token hook guards these routes too.
-      if (audienceStore && audiences) await audienceRoutes(scope, { audiences: audienceStore, sync: audiences, catalog, clock });
-    },
-    { prefix: '/admin/v1' },
+  await healthRoutes(app, { store, logger, draining: () => lifecycle.draining });
+  await app.register(async (scope) =>
+    ingestRoutes(scope, { store, catalog, clock, logger, onCommitted: wake }, { bodyBudgetBytes: limits.ingestBodyBudgetBytes }),
   );
+  await registerAdminApi(app, {
+    store,
+    catalog,
+    clock,
+    regulations,
+    adminTokenHash,
+    onQueued: wake,
+    audiences: audienceStore && audiences ? { store: audienceStore, sync: audiences } : undefined,
+  });
 
-  let stopping: Promise<void> | undefined;
-  let catalogTimer: NodeJS.Timeout | undefined;
   return {
     app,
     store,
@@ -234,29 +242,6 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
       }
       return address.replace('[::1]', 'localhost');
     },
-    stop() {
-      stopping ??= (async () => {
-        closing = true;
-        if (catalogTimer) clearInterval(catalogTimer);
-        // Every step runs even if one before it failed (say the store is down), so the sender's
-        // sockets and the store's connections are always closed; the first error is rethrown.
-        const errors: unknown[] = [];
-        const step = async (fn: () => Promise<unknown> | undefined) => {
-          try {
-            await fn();
-          } catch (error) {
-            errors.push(error);
-          }
-        };
-        await step(() => app.close());
-        await step(() => audiences?.stop());
-        await step(() => worker.stop());
-        await step(() => regulations.idle());
-        await step(() => sender.close());
-        await step(() => store.close());
-        if (errors.length > 0) throw errors[0];
-      })();
-      return stopping;
-    },
+    stop: (stopOptions) => lifecycle.stop(stopOptions),
   };
 }

@@ -3,6 +3,7 @@
  * @packageDocumentation
  */
 export { createFerry, type Ferry, type FerryOptions } from './app.js';
+export type { StopOptions } from './lifecycle/lifecycle.js';
 export type {
   FerryConfig,
   SourceConfig,

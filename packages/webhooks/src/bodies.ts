@@ -1,7 +1,8 @@
 /**
  * The JSON bodies Ferry's Webhooks destination sends, one type per call. Field order in the
  * sent JSON follows the order of the members below. Every non-delete body carries
- * `messageId`: delivery is at least once, so receivers deduplicate with it.
+ * `messageId`: delivery is at least once, so receivers deduplicate on it together with the
+ * source (see `dedupKey`), since two sources may send the same `messageId`.
  */
 
 /** Free-form JSON object. */
@@ -15,7 +16,7 @@ export interface BaseBody {
   userId?: string;
   /** Present when the call carried one. */
   anonymousId?: string;
-  /** Stable across retries and replays of the same call. */
+  /** Stable across retries and replays of the same call; unique per source, not across sources. */
   messageId: string;
   /** ISO 8601 in UTC with milliseconds, e.g. `2026-01-02T03:04:05.678Z`. */
   timestamp: string;
@@ -35,6 +36,7 @@ export interface PageBody extends BaseBody {
 export interface ScreenBody extends BaseBody {
   type: 'screen';
   name?: string;
+  category?: string;
   properties?: JsonObject;
   context: JsonObject & {
     device?: { model?: string; type?: string; [key: string]: unknown };

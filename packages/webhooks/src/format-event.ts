@@ -1,3 +1,4 @@
+import { dedupKey } from './dedup-key.js';
 import type { ReceivedWebhook, RejectedWebhook } from './listener.js';
 
 /**
@@ -5,11 +6,12 @@ import type { ReceivedWebhook, RejectedWebhook } from './listener.js';
  *
  * ```text
  * 2026-01-02T03:04:05.678Z POST /hooks  track "Order Completed"
- *   messageId=msg_1 userId=user_42  signature ✓ verified
+ *   key=backend/msg_1 userId=user_42  signature ✓ verified
  * ```
  *
- * The body is read defensively: a field that is missing or not a string is left out, so any
- * JSON object can be printed.
+ * `key` is the {@link dedupKey} to deduplicate on; a request it cannot be made for (no
+ * `X-Ferry-Source` header) shows its `messageId` instead. The body is read defensively: a
+ * field that is missing or not a string is left out, so any JSON object can be printed.
  *
  * @example
  * ```ts
@@ -21,10 +23,11 @@ export function formatEvent(event: ReceivedWebhook): string {
   const type = text(body['type']) ?? '(no type)';
   const head = `${timeOf(event.receivedAtMs)} ${event.method} ${event.path}  ${type}${describe(type, body)}`;
 
-  const ids: string[] = [];
-  for (const key of ['messageId', 'userId', 'anonymousId'] as const) {
-    const value = text(body[key]);
-    if (value !== undefined) ids.push(`${key}=${value}`);
+  const key = dedupKey(event.headers, body);
+  const ids = key === undefined ? [] : [`key=${key}`];
+  for (const name of key === undefined ? (['messageId', 'userId', 'anonymousId'] as const) : (['userId', 'anonymousId'] as const)) {
+    const value = text(body[name]);
+    if (value !== undefined) ids.push(`${name}=${value}`);
   }
   const signature = event.verified
     ? 'signature ✓ verified'

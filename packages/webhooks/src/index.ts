@@ -1,8 +1,10 @@
 /**
  * `@ferry/webhooks`: everything the owner of a receiving endpoint needs: verify `X-Signature`,
- * typed bodies for every call type, and the local listener behind `ferry listen`.
+ * the key to deduplicate on, typed bodies for every call type, and the local listener behind
+ * `ferry listen`.
  */
 export { signBody, verifySignature } from './signature.js';
+export { dedupKey, SOURCE_HEADER, type HeadersLike } from './dedup-key.js';
 export {
   createListener,
   DEFAULT_MAX_BODY_BYTES,

@@ -230,9 +230,10 @@ describe('createListener without a secret', () => {
 describe('formatEvent and formatRejection', () => {
   const base = { headers: {}, method: 'POST', path: '/hooks', receivedAtMs: Date.parse('2026-01-02T03:04:05.678Z') };
 
-  it('shows type, event name, messageId, userId and a verified signature', () => {
+  it('shows type, event name, the dedup key, userId and a verified signature', () => {
     const text = formatEvent({
       ...base,
+      headers: { 'x-ferry-source': 'backend' },
       body: JSON.parse(trackBody),
       rawBody: Buffer.from(trackBody),
       verified: true,
@@ -240,8 +241,13 @@ describe('formatEvent and formatRejection', () => {
     assert.equal(
       text,
       '2026-01-02T03:04:05.678Z POST /hooks  track "Order Completed"\n' +
-        '  messageId=msg_1 userId=user_42  signature ✓ verified',
+        '  key=backend/msg_1 userId=user_42  signature ✓ verified',
     );
+  });
+
+  it('shows the messageId instead of a key when the request names no source', () => {
+    const text = formatEvent({ ...base, body: JSON.parse(trackBody), rawBody: Buffer.from(trackBody), verified: true });
+    assert.match(text, /\n {2}messageId=msg_1 userId=user_42 {2}signature/);
   });
 
   it('shows alias identifiers and copes with bodies missing fields', () => {

@@ -1,5 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
+import { urlToHttpOptions } from 'node:url';
+import { type HookedRequest, onAbortKey } from './abort-hook.js';
 import type { Transport, TransportRequest, TransportResponse } from './transport.js';
 
 /** Settings of {@link createNodeHttpTransport}. */
@@ -10,6 +12,16 @@ export interface NodeHttpTransportOptions {
   httpsAgent?: https.Agent;
   /** Largest response body read, in bytes; the rest is discarded. Default 65,536. */
   maxResponseBytes?: number;
+}
+
+// Runs `fn` when `signal` aborts (at once if it has); returns the function that stops it.
+function followSignal(signal: AbortSignal, fn: () => void): () => void {
+  if (signal.aborted) {
+    fn();
+    return () => {};
+  }
+  signal.addEventListener('abort', fn, { once: true });
+  return () => signal.removeEventListener('abort', fn);
 }
 
 /**
@@ -29,19 +41,41 @@ export function createNodeHttpTransport(options: NodeHttpTransportOptions = {}):
     return options.httpAgent;
   };
   const maxResponseBytes = options.maxResponseBytes ?? 65_536;
+  // The client posts every request to one URL: parse it once, not per request.
+  let target: { url: string; https: boolean; options: http.RequestOptions; host: string } | undefined;
+  const targetFor = (url: string) => {
+    if (target?.url !== url) {
+      const parsed = new URL(url);
+      const { protocol, hostname, port, path } = urlToHttpOptions(parsed);
+      target = {
+        url,
+        https: protocol === 'https:',
+        options: { protocol, hostname, port, path, agent: agentFor(parsed.protocol) },
+        host: parsed.host,
+      };
+    }
+    return target;
+  };
 
   return {
     send(request: TransportRequest): Promise<TransportResponse> {
       return new Promise((resolve, reject) => {
-        const url = new URL(request.url);
-        const body = typeof request.body === 'string' ? Buffer.from(request.body, 'utf8') : request.body;
-        const req = (url.protocol === 'https:' ? https : http).request(url, {
-          method: request.method,
-          agent: agentFor(url.protocol),
-          headers: { ...request.headers, 'content-length': String(body.byteLength) },
-          signal: request.signal,
-        });
+        const to = targetFor(request.url);
+        const { body } = request;
+        // A string body is passed as is: Node joins it to the request head, with no Buffer copy first.
+        const length = typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.byteLength;
+        // Headers as a flat list go into the request head as they are (still validated),
+        // without Node's per-header bookkeeping; the list form leaves Host to us.
+        const headers = ['content-length', String(length)];
+        if (request.headers['host'] === undefined) headers.push('host', to.host);
+        for (const name in request.headers) if (name !== 'content-length') headers.push(name, request.headers[name]!);
+        const req = (to.https ? https : http).request({ ...to.options, method: request.method, headers });
         req.on('error', reject);
+        // Not http's `signal` option: Node then watches the request with end-of-stream
+        // listeners, which cost more per request than one callback.
+        const onAbort = () => req.destroy(new Error('The request was aborted.'));
+        const hook = (request as HookedRequest)[onAbortKey];
+        req.once('close', hook ? hook(onAbort) : followSignal(request.signal, onAbort));
         req.on('response', (res) => {
           const chunks: Buffer[] = [];
           let size = 0;

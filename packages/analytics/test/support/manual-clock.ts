@@ -1,4 +1,5 @@
 import type { Clock, TimerHandle } from '@ferry/analytics';
+import { within } from './deadline.js';
 
 interface Timer {
   id: number;
@@ -45,11 +46,19 @@ export class ManualClock implements Clock {
     return [...this.#timers.values()].map((t) => t.delayMs);
   }
 
-  /** Resolves with the delay of the first timer (pending or future) that `match` accepts. */
+  /**
+   * Resolves with the delay of the first timer (pending or future) that `match` accepts;
+   * rejects when none is set within the wait limit (of real time).
+   */
   nextTimer(match: (delayMs: number) => boolean = () => true): Promise<number> {
     const pending = [...this.#timers.values()].find((t) => match(t.delayMs));
     if (pending) return Promise.resolve(pending.delayMs);
-    return new Promise((resolve) => this.#watchers.push({ match, resolve }));
+    return within(new Promise((resolve) => this.#watchers.push({ match, resolve })), `a timer matching ${match.toString()}`);
+  }
+
+  /** Waits for a timer of exactly `delayMs`, then moves time forward by that much. */
+  async advanceThrough(delayMs: number): Promise<void> {
+    this.advance(await this.nextTimer((ms) => ms === delayMs));
   }
 
   /** Moves time forward by `ms`, firing every timer that falls due, in order. */

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { waitLimitMs } from './deadline.js';
 
 const packageDir = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -12,14 +13,15 @@ export interface ChildResult {
 
 /**
  * Runs an ES module snippet in a fresh Node process that resolves `@ferry/analytics` to its
- * sources, for what must be seen from outside: process exit, environment, stderr.
+ * sources, for what must be seen from outside: process exit, environment, stderr. A child
+ * still running after the wait limit is killed.
  */
 export function runModule(source: string, args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<ChildResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
       ['--conditions=ferry-source', '--import', 'tsx', '--input-type=module', '-e', source, ...args],
-      { cwd: packageDir, env: { ...process.env, DEBUG: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+      { cwd: packageDir, env: { ...process.env, DEBUG: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'], timeout: waitLimitMs },
     );
     let stdout = '';
     let stderr = '';

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gunzipSync } from 'node:zlib';
+import { within } from './deadline.js';
 
 /** One request as the sink saw it. */
 export interface SeenRequest {
@@ -47,20 +48,23 @@ export class SinkServer {
     return sink;
   }
 
-  /** Resolves once `test` holds; checked after every request. */
-  until(test: () => boolean): Promise<void> {
+  /**
+   * Resolves once `test` holds, checked after every request and answer; rejects naming `what`
+   * when it does not hold within the wait limit.
+   */
+  until(test: () => boolean, what = 'the sink'): Promise<void> {
     if (test()) return Promise.resolve();
-    return new Promise((resolve) => this.#waiters.push({ test, resolve }));
+    return within(new Promise((resolve) => this.#waiters.push({ test, resolve })), what);
   }
 
   /** Resolves once `n` messages were accepted. */
   untilAccepted(n: number): Promise<void> {
-    return this.until(() => this.accepted.length >= n);
+    return this.until(() => this.accepted.length >= n, `${n} accepted messages (have ${this.accepted.length})`);
   }
 
   /** Resolves once `n` requests arrived (answered or not). */
   untilRequests(n: number): Promise<void> {
-    return this.until(() => this.requests.length >= n);
+    return this.until(() => this.requests.length >= n, `${n} requests (have ${this.requests.length})`);
   }
 
   async close(): Promise<void> {

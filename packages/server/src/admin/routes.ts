@@ -1,5 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { validateDestination, validateSource } from '../config/schema.js';
 import { redactDestination, redactSource } from '../config/redact.js';
 import { FerryError } from '../errors/error-codes.js';
@@ -8,6 +7,8 @@ import type { RegulationRunner } from '../regulations/regulation-runner.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { DeliveryStatus, Store } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
+import { mergePatch } from './merge-patch.js';
+import { refuseUnknownKeys } from './unknown-keys.js';
 
 /** What the admin API needs. */
 export interface AdminDeps {
@@ -19,11 +20,6 @@ export interface AdminDeps {
   adminTokenHash: Buffer;
   /** Called when jobs became due (a replay), so the worker looks at once. */
   onQueued?: () => void;
-}
-
-/** SHA-256 of an admin token; compared in constant time. */
-export function hashToken(token: string): Buffer {
-  return createHash('sha256').update(token).digest();
 }
 
 const statuses: DeliveryStatus[] = ['pending', 'succeeded', 'dead'];
@@ -54,15 +50,6 @@ function stringList(raw: unknown, name: string, required: boolean): string[] | u
   return raw as string[];
 }
 
-/**
- * Refuses keys a body does not define: a misspelt `sourceIds` must not widen a deletion to
- * every source, nor a misspelt filter replay every dead letter.
- */
-function onlyKeys(body: object, allowed: readonly string[]): void {
-  for (const key of Object.keys(body))
-    if (!allowed.includes(key)) throw new FerryError('bad_request', `unknown key ${JSON.stringify(key)}; allowed: ${allowed.join(', ')}`, key);
-}
-
 function deliveryId(raw: string): number {
   const n = Number(raw);
   if (!Number.isSafeInteger(n) || n < 1) throw new FerryError('not_found', `no delivery ${raw}`);
@@ -71,16 +58,12 @@ function deliveryId(raw: string): number {
 
 /**
  * The admin API under `/admin/v1`: sources, destinations, deliveries with their attempts,
- * dead letters and replay, deletion requests, rejected messages. Every route needs
- * `Authorization: Bearer <token>`. Secrets are never returned.
+ * dead letters and replay, deletion requests, rejected messages. Register it through
+ * `registerAdminApi`, which checks the Bearer token and refuses query parameters a route
+ * does not list in its `config.query`. Secrets are never returned.
  */
 export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promise<void> {
   const { store, catalog, clock } = deps;
-
-  app.addHook('onRequest', async (request: FastifyRequest) => {
-    const match = /^Bearer\s+(.+)$/i.exec(request.headers.authorization ?? '');
-    if (!match || !timingSafeEqual(hashToken(match[1]!.trim()), deps.adminTokenHash)) throw new FerryError('admin_unauthorized');
-  });
 
   // Sources
   app.get('/sources', async () => ({ sources: catalog.sources().map(redactSource) }));
@@ -125,19 +108,13 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     await catalog.putDestination(destination);
     return redactDestination(destination);
   });
-  // A partial update, e.g. {"enabled": false}: top-level keys replace, the rest (secrets included) stays.
+  // A JSON merge patch (RFC 7396), e.g. {"enabled": false}: see docs/admin-api.md for why.
   app.patch<{ Params: { id: string } }>('/destinations/:id', async (request) => {
     const current = catalog.destination(request.params.id);
     if (!current) throw new FerryError('not_found', `no destination ${request.params.id}`);
     const patch = request.body;
     if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) throw new FerryError('bad_request', 'the body must be a JSON object');
-    // Settings merge one level deep, so a patch of `webhooks` keeps the shared secret it cannot see.
-    const patchSettings = (patch as { settings?: unknown }).settings;
-    const settings =
-      patchSettings !== null && typeof patchSettings === 'object' && !Array.isArray(patchSettings)
-        ? { ...current.settings, ...patchSettings }
-        : (patchSettings ?? current.settings);
-    const destination = validateDestination({ ...current, ...patch, settings, id: current.id }, sourceIds(), otherDestinations(current.id));
+    const destination = validateDestination({ ...(mergePatch(current, patch) as object), id: current.id }, sourceIds(), otherDestinations(current.id));
     await catalog.putDestination(destination);
     return redactDestination(destination);
   });
@@ -148,6 +125,18 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
 
   // Deliveries and dead letters
   const existingDestinations = () => catalog.destinations().map((d) => d.id);
+  // A filter naming nothing that exists is a mistake to report, not a question whose answer is "none".
+  const knownDestination = (raw: unknown): string | undefined => {
+    const id = optionalString(raw, 'destinationId');
+    if (id !== undefined && !catalog.destination(id)) throw new FerryError('not_found', `no destination ${id}`, 'destinationId');
+    return id;
+  };
+  const knownSource = (raw: unknown): string | undefined => {
+    const id = optionalString(raw, 'sourceId');
+    if (id !== undefined && !catalog.source(id)) throw new FerryError('not_found', `no source ${id}`, 'sourceId');
+    return id;
+  };
+  const listParameters = ['status', 'destinationId', 'sourceId', 'messageId', 'after', 'limit'];
   type ListQuery = { status?: string; destinationId?: string; sourceId?: string; messageId?: string; after?: string; limit?: string };
   const list = async (query: ListQuery, status?: DeliveryStatus) => {
     const wanted = status ?? (query.status as DeliveryStatus | undefined);
@@ -156,8 +145,8 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     const limit = pageLimit(query.limit);
     const deliveries = await store.listDeliveries({
       status: wanted,
-      destinationId: optionalString(query.destinationId, 'destinationId'),
-      sourceId: optionalString(query.sourceId, 'sourceId'),
+      destinationId: knownDestination(query.destinationId),
+      sourceId: knownSource(query.sourceId),
       messageId: optionalString(query.messageId, 'messageId'),
       afterId: optionalInt(query.after, 'after'),
       limit,
@@ -165,13 +154,15 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     const last = deliveries.at(-1);
     return { deliveries, next: deliveries.length === limit && last ? String(last.id) : null };
   };
-  app.get<{ Querystring: ListQuery }>('/deliveries', async (request) => list(request.query));
+  app.get<{ Querystring: ListQuery }>('/deliveries', { config: { query: listParameters } }, async (request) => list(request.query));
   app.get<{ Params: { id: string } }>('/deliveries/:id', async (request) => {
     const found = await store.getDelivery(deliveryId(request.params.id));
     if (!found) throw new FerryError('not_found', `no delivery ${request.params.id}`);
     return { ...found.delivery, body: found.body, attempts: found.attempts };
   });
-  app.get<{ Querystring: ListQuery }>('/dead-letters', async (request) => list(request.query, 'dead'));
+  app.get<{ Querystring: ListQuery }>('/dead-letters', { config: { query: listParameters.filter((p) => p !== 'status') } }, async (request) =>
+    list(request.query, 'dead'),
+  );
   app.post<{ Params: { id: string } }>('/dead-letters/:id/replay', async (request) => {
     const id = deliveryId(request.params.id);
     const replayed = await store.replay({ ids: [id], destinationIdsIn: existingDestinations() }, clock.now());
@@ -182,7 +173,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   app.post('/dead-letters/replay', async (request) => {
     const body = (request.body ?? {}) as { ids?: unknown; destinationId?: unknown; since?: unknown };
     if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new FerryError('bad_request', 'the body must be a JSON object');
-    onlyKeys(body, ['ids', 'destinationId', 'since']);
+    refuseUnknownKeys(body, ['ids', 'destinationId', 'since'], 'key');
     let ids: number[] | undefined;
     if (body.ids !== undefined) {
       if (!Array.isArray(body.ids) || body.ids.length > 1000 || !body.ids.every((v) => Number.isSafeInteger(v)))
@@ -195,7 +186,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
       if (sinceMs === undefined) throw new FerryError('bad_request', 'since must be an ISO 8601 date-time', 'since');
     }
     const replayed = await store.replay(
-      { ids, destinationId: optionalString(body.destinationId, 'destinationId'), sinceMs, destinationIdsIn: existingDestinations() },
+      { ids, destinationId: knownDestination(body.destinationId), sinceMs, destinationIdsIn: existingDestinations() },
       clock.now(),
     );
     if (replayed > 0) deps.onQueued?.();
@@ -206,7 +197,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   app.post('/regulations', async (request, reply) => {
     const body = request.body as { userIds?: unknown; sourceIds?: unknown } | null;
     if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new FerryError('bad_request', 'the body must be a JSON object');
-    onlyKeys(body, ['userIds', 'sourceIds']);
+    refuseUnknownKeys(body, ['userIds', 'sourceIds'], 'key');
     const userIds = stringList(body.userIds, 'userIds', true)!;
     const scope = stringList(body.sourceIds, 'sourceIds', false) ?? null;
     for (const id of scope ?? []) if (!catalog.source(id)) throw new FerryError('invalid_settings', `unknown source ${id}`, 'sourceIds');
@@ -220,9 +211,9 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   });
 
   // Rejected messages and counts
-  app.get<{ Querystring: { sourceId?: string; limit?: string } }>('/rejections', async (request) => ({
+  app.get<{ Querystring: { sourceId?: string; limit?: string } }>('/rejections', { config: { query: ['sourceId', 'limit'] } }, async (request) => ({
     counts: await store.rejectionCounts(),
-    recent: await store.listRejections({ sourceId: optionalString(request.query.sourceId, 'sourceId'), limit: pageLimit(request.query.limit) }),
+    recent: await store.listRejections({ sourceId: knownSource(request.query.sourceId), limit: pageLimit(request.query.limit) }),
   }));
   app.get('/stats', async () => store.stats());
 }

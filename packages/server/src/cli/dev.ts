@@ -1,5 +1,6 @@
 import { createListener, formatEvent, type ReceivedWebhook } from '@ferry/webhooks';
-import { displayUrl, resolveServeSettings, startFromSettings, stopOnSignals } from './serve.js';
+import { displayUrl, resolveServeSettings, startFromSettings } from './serve.js';
+import { stopOnSignals } from './stop-on-signals.js';
 
 /** Options of `ferry dev`. */
 export interface DevOptions {
@@ -17,7 +18,8 @@ export interface DevOptions {
  */
 export async function devCommand(options: DevOptions): Promise<void> {
   const env = { ...process.env, FERRY_ALLOW_PRIVATE_NETWORKS: '1' };
-  const settings = resolveServeSettings({ config: options.config, port: options.port, data: options.data, host: '127.0.0.1' }, env);
+  // Loopback only, and no drain: nothing balances load in front of a demo.
+  const settings = resolveServeSettings({ config: options.config, port: options.port, data: options.data, host: '127.0.0.1', drainMs: '0' }, env);
   const print = (line: string) => process.stdout.write(line + '\n');
 
   let firstArrival: (event: ReceivedWebhook) => void = () => {};
@@ -52,7 +54,7 @@ export async function devCommand(options: DevOptions): Promise<void> {
           })),
         },
   );
-  stopOnSignals(ferry, print);
+  stopOnSignals(ferry, print, settings.drainMs);
   const base = displayUrl(url);
   const source = config0.sources[0];
   print('');

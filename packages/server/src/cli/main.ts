@@ -18,6 +18,7 @@ program
   .option('-p, --port <n>', 'port to listen on (env PORT; default 8080)')
   .option('-d, --data <dir>', 'data directory of the embedded store (env FERRY_DATA_DIR; default ./.ferry)')
   .option('--host <address>', 'address to bind (env HOST; default 0.0.0.0)')
+  .option('--drain-ms <ms>', 'after SIGTERM, answer new requests 503 for at least this long before closing (env FERRY_DRAIN_MS; default 5000)')
   .action(serveCommand);
 
 program

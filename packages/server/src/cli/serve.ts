@@ -6,6 +6,8 @@ import type { FerryConfig } from '../config/model.js';
 import { createFerry, type Ferry } from '../app.js';
 import { PgStore } from '../store/postgres/pg-store.js';
 import type { Store } from '../store/store.js';
+import { publicDemoKeyProblem } from './public-listener-guard.js';
+import { stopOnSignals } from './stop-on-signals.js';
 
 /** Options of `ferry serve`, after the command line and the environment are merged. */
 export interface ServeOptions {
@@ -13,20 +15,28 @@ export interface ServeOptions {
   port?: string;
   data?: string;
   host?: string;
+  drainMs?: string;
 }
 
-/** The process settings in force: flags win over the environment, which wins over defaults. */
+/** The process settings in force: flags win over the environment, which wins over defaults. An empty variable counts as unset. */
 export function resolveServeSettings(flags: ServeOptions, env: NodeJS.ProcessEnv) {
-  const port = Number(flags.port ?? env['PORT'] ?? defaultProcessSettings.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`port must be an integer from 0 to 65535 (got ${flags.port ?? env['PORT']})`);
+  const fromEnv = (name: string) => env[name] || undefined;
+  const rawPort = flags.port ?? fromEnv('PORT');
+  const port = rawPort === undefined ? defaultProcessSettings.port : Number(rawPort);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`port must be an integer from 0 to 65535 (got ${rawPort})`);
+  const rawDrain = flags.drainMs ?? fromEnv('FERRY_DRAIN_MS');
+  const drainMs = rawDrain === undefined ? defaultProcessSettings.drainMs : Number(rawDrain);
+  if (rawDrain?.trim() === '' || !Number.isInteger(drainMs) || drainMs < 0 || drainMs > 300_000)
+    throw new Error(`the drain time (--drain-ms, FERRY_DRAIN_MS) must be an integer from 0 to 300000 ms (got ${rawDrain})`);
   return {
-    configPath: resolve(flags.config ?? env['FERRY_CONFIG'] ?? defaultProcessSettings.configFile),
+    configPath: resolve(flags.config ?? fromEnv('FERRY_CONFIG') ?? defaultProcessSettings.configFile),
     port,
-    host: flags.host ?? env['HOST'] ?? '0.0.0.0',
-    dataDir: resolve(flags.data ?? env['FERRY_DATA_DIR'] ?? defaultProcessSettings.dataDir),
-    databaseUrl: env['DATABASE_URL'] || undefined,
-    databaseSchema: env['FERRY_DATABASE_SCHEMA'] || undefined,
-    adminToken: env['FERRY_ADMIN_TOKEN'] || undefined,
+    host: flags.host ?? fromEnv('HOST') ?? defaultProcessSettings.host,
+    drainMs,
+    dataDir: resolve(flags.data ?? fromEnv('FERRY_DATA_DIR') ?? defaultProcessSettings.dataDir),
+    databaseUrl: fromEnv('DATABASE_URL'),
+    databaseSchema: fromEnv('FERRY_DATABASE_SCHEMA'),
+    adminToken: fromEnv('FERRY_ADMIN_TOKEN'),
   };
 }
 
@@ -35,14 +45,19 @@ export async function startFromSettings(
   settings: ReturnType<typeof resolveServeSettings>,
   env: NodeJS.ProcessEnv,
   override?: (config: FerryConfig) => FerryConfig,
-): Promise<{ ferry: Ferry; url: string; config: FerryConfig }> {
+): Promise<{ ferry: Ferry; url: string }> {
   let config = applyEnvironment(loadConfigFile(settings.configPath, env), env);
   if (override) config = override(config);
   const store = settings.databaseUrl ? await openPostgres(settings.databaseUrl, settings.databaseSchema) : undefined;
   const ferry = await createFerry({ config, dataDir: settings.dataDir, adminToken: settings.adminToken, store });
   ferry.logger.debug({ file: settings.configPath, config: redactConfig(config) }, 'configuration in force');
+  const problem = publicDemoKeyProblem(settings.host, ferry.catalog.sources());
+  if (problem) {
+    await ferry.stop();
+    throw new Error(problem);
+  }
   const url = await ferry.start(settings.port, settings.host);
-  return { ferry, url, config };
+  return { ferry, url };
 }
 
 /** The PostgreSQL store named by DATABASE_URL; any other scheme is refused rather than ignored. */
@@ -58,25 +73,6 @@ async function openPostgres(databaseUrl: string, schema: string | undefined): Pr
   }
 }
 
-/** Stops the server cleanly on SIGTERM/SIGINT: stop accepting, finish or hand back in-flight work. */
-export function stopOnSignals(ferry: Ferry, print: (line: string) => void): void {
-  let signalled = false;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (signalled) process.exit(130);
-    signalled = true;
-    print(`\n${signal}: stopping (finishing in-flight work)…`);
-    ferry.stop().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        ferry.logger.error({ err }, 'unclean stop');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
-}
-
 /** A local base URL a person can paste, even when the server listens on every interface. */
 export function displayUrl(url: string): string {
   return url.replace('://0.0.0.0', '://127.0.0.1').replace('://[::]', '://127.0.0.1');
@@ -85,13 +81,16 @@ export function displayUrl(url: string): string {
 /** `ferry serve`. */
 export async function serveCommand(flags: ServeOptions): Promise<void> {
   const settings = resolveServeSettings(flags, process.env);
-  const { ferry, url, config } = await startFromSettings(settings, process.env);
-  const base = displayUrl(url);
+  const { ferry, url } = await startFromSettings(settings, process.env);
   const print = (line: string) => process.stdout.write(line + '\n');
+  // Before the banner: whoever reads it may send SIGTERM at once.
+  stopOnSignals(ferry, print, settings.drainMs);
+  const base = displayUrl(url);
   print(`Ferry listening on ${base} (store: ${ferry.store.kind === 'sqlite' ? `sqlite in ${settings.dataDir}` : 'postgres'})`);
   print(`  ingestion: POST ${base}/v1/batch  (Basic auth: a source's write key as user name)`);
-  print(`  sources: ${config.sources.map((s) => s.id).join(', ') || 'none'}; destinations: ${config.destinations.map((d) => d.id).join(', ') || 'none'}`);
+  // What is live: the store's catalogue, where the file's entries were applied and admin-made ones live on.
+  const ids = (list: { id: string }[]) => list.map((x) => x.id).join(', ') || 'none';
+  print(`  sources: ${ids(ferry.catalog.sources())}; destinations: ${ids(ferry.catalog.destinations())}`);
   if (ferry.generatedAdminToken)
     print(`  admin token (shown once; set FERRY_ADMIN_TOKEN to choose your own): ${ferry.generatedAdminToken}`);
-  stopOnSignals(ferry, print);
 }

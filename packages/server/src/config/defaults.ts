@@ -74,7 +74,21 @@ export const defaultProcessSettings = Object.freeze({
   dataDir: './.ferry',
   /** `FERRY_LOG_LEVEL`: a pino level. */
   logLevel: 'info',
+  /**
+   * `--drain-ms`, `FERRY_DRAIN_MS`: after SIGTERM the listener answers new requests 503 for
+   * at least this long. 5 s: a few probe periods of a load balancer's readiness check, and
+   * well inside Kubernetes' 30 s before SIGKILL.
+   */
+  drainMs: 5_000,
+  /** `--host`, `HOST`: every interface (the demo, `ferry dev`, binds loopback only). */
+  host: '0.0.0.0',
 });
+
+/**
+ * The write key of the repository's demo configuration (`ferry.config.yaml`). It is public,
+ * so `ferry serve` refuses to listen beyond loopback while a source uses it.
+ */
+export const demoWriteKey = 'demo-write-key';
 
 /**
  * Limits of the HTTP server against slow and idle clients. Real clients send a request in
@@ -93,6 +107,20 @@ export const defaultHttpServerSettings = Object.freeze({
   connectionsCheckingIntervalMs: 2_000,
   /** Open connections at most; further ones are refused at once. */
   maxConnections: 10_000,
+  /**
+   * Open connections from one client address at most (`FERRY_MAX_CONNECTIONS_PER_ADDRESS`);
+   * further ones are closed at once. 0 turns the limit off (behind a reverse proxy, every
+   * connection comes from the proxy's address). Far above what a client's pool opens, far
+   * below `maxConnections`, so one address cannot take every socket.
+   */
+  maxConnectionsPerAddress: 1_000,
+  /**
+   * Bytes of ingestion request bodies held at once, over all requests
+   * (`FERRY_INGEST_BODY_BUDGET_BYTES`); past it, new ingestion requests are answered 503
+   * `server_busy`. 64 MiB holds 128 bodies of the 500 KB limit at once, many more of the few
+   * KB real batches weigh, and bounds what clients can make the process hold.
+   */
+  ingestBodyBudgetBytes: 64 * 1024 * 1024,
 });
 
 /** Limits of the HTTP server; see {@link defaultHttpServerSettings}. */

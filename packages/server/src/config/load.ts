@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { isScalar, LineCounter, parseDocument } from 'yaml';
 import { formatIssue, formatPath, validateConfig, type ConfigIssue } from './schema.js';
+import { describeYamlError, unresolvedAliases } from './yaml-errors.js';
 import type { FerryConfig } from './model.js';
 
 /** A configuration that cannot be used: the message names the file, the path in it and the rule. */
@@ -156,21 +157,20 @@ function parseYaml(text: string, file: string): unknown {
   const lineCounter = new LineCounter();
   // YAML 1.2 core schema: `yes`/`on` stay strings, so `enabled: yes` is an error, not a surprise.
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
-  const error = doc.errors[0];
-  if (error !== undefined) {
-    const pos = lineCounter.linePos(error.pos[0]);
-    throw new ConfigError(file, [
-      { path: '', message: `YAML syntax error at line ${pos.line}, column ${pos.col}: ${error.message.split('\n')[0]}` },
-    ]);
-  }
+  // Warnings count too: an unknown tag (`writeKey: !abc`) would otherwise silently become "".
+  const problems = [...doc.errors, ...doc.warnings];
+  if (problems.length > 0) throw new ConfigError(file, problems.map((error) => describeYamlError(error, lineCounter)));
   if (doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null)) {
     throw new ConfigError(file, [emptyFile]);
   }
+  const aliases = unresolvedAliases(doc, lineCounter);
+  if (aliases.length > 0) throw new ConfigError(file, aliases);
   try {
     // maxAliasCount bounds alias expansion, so a "billion laughs" file cannot exhaust memory.
     return doc.toJS({ maxAliasCount: 100 }) as unknown;
-  } catch (err) {
-    throw new ConfigError(file, [{ path: '', message: err instanceof Error ? err.message : String(err) }]);
+  } catch {
+    // The library's message may quote the file; aliases expanding too far are the one failure left here.
+    throw new ConfigError(file, [{ path: '', message: 'YAML error: aliases expand too far (at most 100 are followed)' }]);
   }
 }
 
@@ -226,7 +226,8 @@ function expandString(text: string, env: NodeJS.ProcessEnv, path: (string | numb
     if (match === null) {
       issues.push({
         path: formatPath(path),
-        message: `malformed reference \${${inner}}; use \${NAME} or \${NAME:-default} (write $\${ for a literal \${)`,
+        // The text inside may be part of a secret (a write key holding "${"): it is not repeated.
+        message: `malformed reference \${…}; use \${NAME} or \${NAME:-default} (write $\${ for a literal \${)`,
       });
       return text;
     }

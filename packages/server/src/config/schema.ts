@@ -49,7 +49,7 @@ export const configLimits = Object.freeze({
  * Header names a webhook entry may not set, lower-cased. The first five are Ferry's own
  * (DESIGN.md); the rest are managed by the HTTP client, which refuses or mishandles them.
  */
-const ferryOwnedHeaders = ['content-type', 'content-length', 'host', 'user-agent', 'x-signature'] as const;
+const ferryOwnedHeaders = ['content-type', 'content-length', 'host', 'user-agent', 'x-signature', 'x-ferry-source'] as const;
 const transportHeaders = [
   'connection',
   'keep-alive',
@@ -267,7 +267,7 @@ function checkHeaders(headers: Record<string, unknown>, ctx: z.core.$RefinementC
     }
     if ((ferryOwnedHeaders as readonly string[]).includes(lower)) {
       issue(
-        `header ${JSON.stringify(name)} cannot be set: Content-Type, Content-Length, Host, User-Agent and X-Signature are set by Ferry (any case)`,
+        `header ${JSON.stringify(name)} cannot be set: Content-Type, Content-Length, Host, User-Agent, X-Signature and X-Ferry-Source are set by Ferry (any case)`,
       );
       continue;
     }
@@ -307,6 +307,30 @@ function boundedNumber(min: number, max: number) {
   );
 }
 
+/**
+ * Cross-checks run with `{ when }` even where a part broke a rule of its own, so that a file
+ * breaking several rules reports every one of them; they then see the raw input of the
+ * broken parts, hence these guards.
+ */
+function isArrayPayload(payload: { value: unknown }): boolean {
+  return Array.isArray(payload.value);
+}
+
+function isObjectPayload(payload: { value: unknown }): boolean {
+  return payload.value !== null && typeof payload.value === 'object' && !Array.isArray(payload.value);
+}
+
+/** `value[key]` when `value` is an object and that field a string. */
+function stringField(value: unknown, key: string): string | undefined {
+  const field = value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[key] : undefined;
+  return typeof field === 'string' ? field : undefined;
+}
+
+/** `value` when it is a list, else an empty one. */
+function listOf(value: unknown): unknown[] {
+  return Array.isArray(value) ? value : [];
+}
+
 // ---------------------------------------------------------------------------------------
 // Sources
 
@@ -333,27 +357,36 @@ export const webhookEntrySchema = strict({
 
 const webhooksListSchema = z
   .array(webhookEntrySchema)
-  // A length check (unlike a refinement) runs even when some entries are broken.
-  .max(configLimits.maxWebhooks, {
-    error: (iss) =>
-      `at most ${configLimits.maxWebhooks} webhook URLs (got ${Array.isArray(iss.input) ? iss.input.length : '?'})`,
-  })
-  .superRefine((list, ctx) => {
-    const seen = new Map<string, number>();
-    list.forEach((entry, index) => {
-      const first = seen.get(entry.url);
-      if (first === undefined) {
-        seen.set(entry.url, index);
-        return;
-      }
-      ctx.addIssue({
-        code: 'custom',
-        message: `duplicate webhook URL (also webhooks[${first}]); it would receive every event twice`,
-        path: [index, 'url'],
-        input: entry.url,
+  .superRefine(
+    (list, ctx) => {
+      // Not `.max()`: zod stops at a size check and would hide every rule broken inside the entries.
+      if (list.length > configLimits.maxWebhooks)
+        ctx.addIssue({ code: 'custom', message: `at most ${configLimits.maxWebhooks} webhook URLs (got ${list.length})`, input: list });
+    },
+    { when: isArrayPayload },
+  )
+  .superRefine(
+    (list, ctx) => {
+      // Entries that broke a rule of their own are still compared by whatever URL they name.
+      const seen = new Map<string, number>();
+      list.forEach((entry, index) => {
+        const url = stringField(entry, 'url');
+        if (url === undefined) return;
+        const first = seen.get(url);
+        if (first === undefined) {
+          seen.set(url, index);
+          return;
+        }
+        ctx.addIssue({
+          code: 'custom',
+          message: `duplicate webhook URL (also webhooks[${first}]); it would receive every event twice`,
+          path: [index, 'url'],
+          input: url,
+        });
       });
-    });
-  });
+    },
+    { when: isArrayPayload },
+  );
 
 /**
  * The `settings` of a Webhooks destination. `webhookUrl`, the spec's single-URL setting,
@@ -532,14 +565,16 @@ export const audienceSettingsSchema = strict({
 // ---------------------------------------------------------------------------------------
 // The whole file
 
+/** Reports each item whose key (when it has one) an earlier item already has. */
 function findDuplicates<T>(
   items: readonly T[],
-  key: (item: T) => string,
+  key: (item: T) => string | undefined,
   report: (index: number, firstIndex: number) => void,
 ): void {
   const seen = new Map<string, number>();
   items.forEach((item, index) => {
     const k = key(item);
+    if (k === undefined) return;
     const first = seen.get(k);
     if (first === undefined) seen.set(k, index);
     else report(index, first);
@@ -558,56 +593,60 @@ export const ferryConfigSchema = strict({
   network: networkSettingsSchema.optional(),
   audiences: audienceSettingsSchema.optional(),
 })
-  .superRefine((c, ctx) => {
-    const sources = c.sources ?? [];
-    const destinations = c.destinations ?? [];
-    findDuplicates(
-      sources,
-      (s) => s.id,
-      (i, first) =>
-        ctx.addIssue({
-          code: 'custom',
-          message: `duplicate source id ${JSON.stringify(sources[i]?.id)} (also sources[${first}])`,
-          path: ['sources', i, 'id'],
-          input: sources[i]?.id,
-        }),
-    );
-    findDuplicates(
-      sources,
-      (s) => s.writeKey,
-      (i, first) =>
-        ctx.addIssue({
-          code: 'custom',
-          message: `the same write key as sources[${first}]; write keys must be unique, since the key identifies the source`,
-          path: ['sources', i, 'writeKey'],
-          input: undefined,
-        }),
-    );
-    findDuplicates(
-      destinations,
-      (d) => d.id,
-      (i, first) =>
-        ctx.addIssue({
-          code: 'custom',
-          message: `duplicate destination id ${JSON.stringify(destinations[i]?.id)} (also destinations[${first}])`,
-          path: ['destinations', i, 'id'],
-          input: destinations[i]?.id,
-        }),
-    );
-    const sourceIds = new Set(sources.map((s) => s.id));
-    destinations.forEach((d, i) => {
-      d.sources.forEach((id, j) => {
-        if (!sourceIds.has(id)) {
+  .superRefine(
+    (c, ctx) => {
+      const sources = listOf(c.sources);
+      const destinations = listOf(c.destinations);
+      findDuplicates(
+        sources,
+        (s) => stringField(s, 'id'),
+        (i, first) =>
           ctx.addIssue({
             code: 'custom',
-            message: unknownSourceMessage(id, sourceIds),
-            path: ['destinations', i, 'sources', j],
-            input: id,
-          });
-        }
+            message: `duplicate source id ${JSON.stringify(stringField(sources[i], 'id'))} (also sources[${first}])`,
+            path: ['sources', i, 'id'],
+            input: undefined,
+          }),
+      );
+      findDuplicates(
+        sources,
+        (s) => stringField(s, 'writeKey'),
+        (i, first) =>
+          ctx.addIssue({
+            code: 'custom',
+            message: `the same write key as sources[${first}]; write keys must be unique, since the key identifies the source`,
+            path: ['sources', i, 'writeKey'],
+            input: undefined,
+          }),
+      );
+      findDuplicates(
+        destinations,
+        (d) => stringField(d, 'id'),
+        (i, first) =>
+          ctx.addIssue({
+            code: 'custom',
+            message: `duplicate destination id ${JSON.stringify(stringField(destinations[i], 'id'))} (also destinations[${first}])`,
+            path: ['destinations', i, 'id'],
+            input: undefined,
+          }),
+      );
+      const sourceIds = new Set(sources.map((s) => stringField(s, 'id')).filter((id): id is string => id !== undefined));
+      destinations.forEach((d, i) => {
+        const connected = d !== null && typeof d === 'object' ? (d as { sources?: unknown }).sources : undefined;
+        listOf(connected).forEach((id, j) => {
+          if (typeof id === 'string' && !sourceIds.has(id)) {
+            ctx.addIssue({
+              code: 'custom',
+              message: unknownSourceMessage(id, sourceIds),
+              path: ['destinations', i, 'sources', j],
+              input: id,
+            });
+          }
+        });
       });
-    });
-  })
+    },
+    { when: isObjectPayload },
+  )
   .transform(
     (c): FerryConfig => ({
       sources: c.sources ?? [],

@@ -3,17 +3,27 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DeliverySettings, DestinationConfig } from '../config/model.js';
 import type { SendResult, WebhookSender } from '../destinations/webhooks/sender.js';
-import { signatureFor, webhookHeaders } from '../destinations/webhooks/request.js';
+import { signatureFor, sourceHeaderValue, webhookHeaders } from '../destinations/webhooks/request.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { AttemptOutcome, AttemptRecord } from '../model/attempt.js';
 import type { ClaimedDelivery, HeldLease, Store } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
+import { RepeatedErrorLog } from '../util/repeated-error-log.js';
 import { redactUrl } from '../config/redact.js';
 import { readyLimits, RecentSlowest, type ResolvedDeliverySettings } from './ready-limits.js';
 import { decideOutcome } from './retry-policy.js';
 
 /** How long a slow exchange keeps the jobs held ready shallow: between one and two of these. */
 const paceWindowMs = 10_000;
+/** While claims keep failing the same way (a full disk, a database down), one log line per this long. */
+const claimErrorLogIntervalMs = 60_000;
+
+/** What a timeout log line says happens next, by the attempt's outcome. */
+const afterTimeout: Record<AttemptOutcome['status'], string> = {
+  succeeded: 'another URL answered 2xx, so the event is done and this URL is not retried',
+  pending: 'will retry',
+  dead: 'the delivery is dead-lettered',
+};
 
 /** Lifecycle events of deliveries, named `noun:verb`. */
 export interface DeliveryEvents {
@@ -73,6 +83,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   private readonly exchanges = new Map<string, Set<{ startedAtMs: number }>>();
 
   private readonly o: DeliveryWorkerOptions & { settings: ResolvedDeliverySettings };
+  private readonly claimErrors: RepeatedErrorLog;
 
   constructor(options: DeliveryWorkerOptions) {
     super();
@@ -80,6 +91,13 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     this.o = { ...options, settings: { ...settings, claimBatchSize: settings.claimBatchSize ?? store.defaultClaimBatchSize } };
     this.owner = options.owner ?? `worker-${process.pid}-${randomUUID().slice(0, 8)}`;
     this.random = options.random ?? Math.random;
+    this.claimErrors = new RepeatedErrorLog({
+      logger: options.logger,
+      clock: options.clock,
+      intervalMs: claimErrorLogIntervalMs,
+      message: 'delivery claim failed; retrying after the poll interval',
+      recoveredMessage: 'delivery claims work again',
+    });
   }
 
   /** Starts the polling loop (real timers). Tests may instead call {@link tick} directly. */
@@ -140,8 +158,9 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     this.waitingForSlots = false;
     try {
       claimed = await this.tick();
+      this.claimErrors.resolved();
     } catch (error) {
-      this.o.logger.error({ err: error }, 'delivery claim failed; retrying after the poll interval');
+      this.claimErrors.report(error);
       this.emit('worker:error', { error });
       // Not sooner, even with jobs due: a store that cannot claim now will not a moment later.
       if (!this.stopped) this.schedule(this.o.settings.pollIntervalMs);
@@ -394,9 +413,10 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     const firstAttemptAtMs = job.firstAttemptAtMs ?? startedAtMs;
     const body = Buffer.from(job.body);
     const signature = signatureFor(destination.settings, body);
+    const source = sourceHeaderValue(job);
     const { webhooks } = destination.settings;
     const sendTo = (entry: (typeof webhooks)[number]): Promise<SendResult> =>
-      sender.send({ url: entry.url, headers: webhookHeaders(entry, signature), body, timeoutMs: settings.timeoutMs });
+      sender.send({ url: entry.url, headers: webhookHeaders(entry, signature, source), body, timeoutMs: settings.timeoutMs });
     // Most destinations have one URL: no array of promises to gather for it.
     const results: SendResult[] = webhooks.length === 1 ? [await sendTo(webhooks[0]!)] : await Promise.all(webhooks.map(sendTo));
     release();
@@ -410,8 +430,12 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       random: this.random,
     });
     for (const r of results) {
-      if (r.errorClass === 'timeout')
-        logger.warn({ deliveryId: job.id, destinationId: destination.id, url: redactUrl(r.url) }, `webhook timed out after ${settings.timeoutMs} ms; will retry`);
+      if (r.errorClass === 'timeout') {
+        logger.warn(
+          { deliveryId: job.id, destinationId: destination.id, url: redactUrl(r.url), outcome: outcome.status },
+          `webhook timed out after ${settings.timeoutMs} ms; ${afterTimeout[outcome.status]}`,
+        );
+      }
     }
     const attempts: AttemptRecord[] = results.map((r) => ({
       url: redactUrl(r.url),

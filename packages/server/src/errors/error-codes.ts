@@ -14,6 +14,7 @@ export const errorCodes = {
   invalid_gzip: { status: 400, text: 'The body says Content-Encoding: gzip but is not valid gzip data.' },
   payload_too_large: { status: 413, text: 'The request body is over 500 KB (after decompression).' },
   too_many_messages: { status: 400, text: 'A batch holds at most 2,500 messages.' },
+  server_busy: { status: 503, text: 'Ingestion holds as many request bodies as its memory budget allows; nothing was read. Retry after the Retry-After seconds.' },
   store_unavailable: { status: 503, text: 'The store could not commit the request; nothing was accepted. Retry later.' },
   not_found: { status: 404, text: 'No such route or resource.' },
   bad_request: { status: 400, text: 'The request could not be read.' },
@@ -29,6 +30,7 @@ export const errorCodes = {
   missing_previous_id: { status: 400, text: 'An alias call needs a `previousId`.' },
   invalid_type: { status: 400, text: 'The message `type` is missing or is not one of identify, track, page, screen, group, alias.' },
   invalid_field: { status: 400, text: 'A known field has the wrong type.' },
+  unsafe_integer_id: { status: 400, text: 'A numeric id is beyond ±(2^53 − 1), where JSON parsing loses its exact digits; send ids as strings.' },
   invalid_timestamp: { status: 400, text: 'A timestamp is not an ISO 8601 date-time.' },
   invalid_message_id: { status: 400, text: 'A messageId must be a non-empty string of at most 100 characters.' },
   too_deeply_nested: { status: 400, text: 'The JSON is nested deeper than the limit.' },
@@ -36,6 +38,7 @@ export const errorCodes = {
 
   // Admin API.
   admin_unauthorized: { status: 401, text: 'The admin API needs `Authorization: Bearer <FERRY_ADMIN_TOKEN>`.' },
+  unknown_parameter: { status: 400, text: 'A query parameter or body key the route does not define; the message names each one.' },
   invalid_settings: { status: 400, text: 'The submitted configuration breaks a rule; the message names it.' },
   conflict: { status: 409, text: 'A resource with that id already exists, or its state does not allow the change.' },
 } as const satisfies Record<string, { status: number; text: string }>;

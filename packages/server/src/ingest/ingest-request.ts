@@ -14,7 +14,7 @@ import { readJsonBody, writeKeyFromBasicAuth } from './read-body.js';
 export interface IngestRequest {
   route: 'batch' | CallType;
   rawBody: Buffer | undefined;
-  headers: { 'content-type'?: string; 'content-encoding'?: string; authorization?: string };
+  headers: { 'content-encoding'?: string; authorization?: string };
   ip: string | undefined;
 }
 
@@ -49,8 +49,10 @@ export interface IngestDeps {
  */
 export async function ingestRequest(req: IngestRequest, deps: IngestDeps): Promise<IngestAnswer> {
   const receivedAtMs = deps.clock.now();
-  // A Basic auth header is checked before anything is read: a stranger's body is never
-  // inflated or parsed. The body's writeKey is the fallback for clients that send no header.
+  // A Basic auth header is checked before the body is inflated or parsed. Over HTTP, the
+  // admission hook has refused a stranger's key before the body was even read; this lookup
+  // finds the source, and refuses a key removed since. The body's writeKey is the fallback
+  // for clients that send no header.
   const headerKey = writeKeyFromBasicAuth(req.headers.authorization);
   let source = headerKey === undefined ? undefined : deps.catalog.sourceByWriteKey(headerKey);
   if (headerKey !== undefined && !source) return refusal(new FerryError('unauthorized', 'unknown write key'));

@@ -126,6 +126,8 @@ const knownKeys: ReadonlySet<string> = new Set([
 /** Marks a known field whose value has the wrong type. */
 const wrongType: unique symbol = Symbol('wrongType');
 type Read<T> = T | undefined | typeof wrongType;
+/** Marks a numeric id that JSON.parse may have rounded: beyond ±(2^53 − 1). */
+const unsafeNumber: unique symbol = Symbol('unsafeNumber');
 
 /**
  * Validates one message and enriches it with the envelope and the request's facts.
@@ -133,7 +135,8 @@ type Read<T> = T | undefined | typeof wrongType;
  * Checks, in this order (the first failure is the answer): a JSON object
  * (`invalid_message`); nesting within {@link maxMessageDepth} (`too_deeply_nested`);
  * `type` one of the six (`invalid_type`); each known field of the right type
- * (`invalid_field`, naming it); a non-empty `userId` or `anonymousId`
+ * (`invalid_field`, naming it), a numeric id within ±(2^53 − 1)
+ * (`unsafe_integer_id`); a non-empty `userId` or `anonymousId`
  * (`missing_identity`); a track's `event` (`missing_event`), a group's `groupId`
  * (`missing_group_id`), an alias's `previousId` (`missing_previous_id`) and `userId`
  * (`missing_identity`); `messageId` of 1..100 characters (`invalid_message_id`);
@@ -141,8 +144,8 @@ type Read<T> = T | undefined | typeof wrongType;
  * {@link maxMessageBytes} once normalised (`message_too_large`).
  *
  * Lenient where real clients differ: numeric `userId`, `anonymousId`, `groupId` and
- * `previousId` become strings; `null` and `""` ids count as absent, and `null` in any other
- * known field counts as absent.
+ * `previousId` within ±(2^53 − 1) become strings; `null` and `""` ids count as absent, and
+ * `null` in any other known field counts as absent.
  *
  * Enrichment: envelope `context` and `integrations` are merged under the message's own
  * (top-level keys only; the message wins); `context.ip` is set from the request when
@@ -168,13 +171,13 @@ export function normalizeMessage(raw: unknown, envelope: Envelope, meta: IngestM
   }
 
   const userId = readId(raw.userId);
-  if (userId === wrongType) return invalidField('userId', 'a string or a number');
+  if (typeof userId === 'symbol') return invalidId('userId', userId);
   const anonymousId = readId(raw.anonymousId);
-  if (anonymousId === wrongType) return invalidField('anonymousId', 'a string or a number');
+  if (typeof anonymousId === 'symbol') return invalidId('anonymousId', anonymousId);
   const groupId = readId(raw.groupId);
-  if (groupId === wrongType) return invalidField('groupId', 'a string or a number');
+  if (typeof groupId === 'symbol') return invalidId('groupId', groupId);
   const previousId = readId(raw.previousId);
-  if (previousId === wrongType) return invalidField('previousId', 'a string or a number');
+  if (typeof previousId === 'symbol') return invalidId('previousId', previousId);
   const event = readString(raw.event);
   if (event === wrongType) return invalidField('event', 'a string');
   const name = readString(raw.name);
@@ -301,10 +304,14 @@ function isCallType(value: unknown): value is CallType {
   }
 }
 
-/** An id as a string: numbers converted (Segment accepts them), `null` and `""` absent. */
-function readId(value: unknown): Read<string> {
+/**
+ * An id as a string: numbers converted (Segment accepts them), `null` and `""` absent. A
+ * number beyond ±(2^53 − 1) may not be the one the client sent: JSON.parse rounds
+ * 9007199254740993 to 9007199254740992, and two users would silently become one.
+ */
+function readId(value: unknown): Read<string> | typeof unsafeNumber {
   if (typeof value === 'string') return value === '' ? undefined : value;
-  if (typeof value === 'number') return String(value);
+  if (typeof value === 'number') return Math.abs(value) <= Number.MAX_SAFE_INTEGER ? String(value) : unsafeNumber;
   if (value === undefined || value === null) return undefined;
   return wrongType;
 }
@@ -343,6 +350,11 @@ function fail(code: ErrorCode, message: string): { ok: false; code: ErrorCode; m
 
 function invalidField(field: string, expected: string): NormalizeResult {
   return fail('invalid_field', `\`${field}\` must be ${expected}.`);
+}
+
+function invalidId(field: string, why: typeof wrongType | typeof unsafeNumber): NormalizeResult {
+  if (why === wrongType) return invalidField(field, 'a string or a number');
+  return fail('unsafe_integer_id', `\`${field}\` is a number beyond ±(2^53 − 1), whose exact digits are lost when JSON is parsed; send it as a string.`);
 }
 
 function invalidTimestamp(field: string, value: unknown, owner = 'The message'): NormalizeResult {

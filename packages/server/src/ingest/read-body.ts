@@ -9,6 +9,8 @@ const gunzipAsync = promisify(gunzip);
 export const ingestLimits = {
   /** One request body, after decompression: 500 KB. */
   maxRequestBytes: 500 * 1024,
+  /** One request body as sent: the limit above plus room for gzip's framing of an incompressible body. */
+  maxRawRequestBytes: 500 * 1024 + 1024,
   /**
    * Nesting of the whole request body. Messages have their own, tighter limit; this one only
    * keeps hostile input away from recursive code such as JSON.stringify.
@@ -16,28 +18,20 @@ export const ingestLimits = {
   maxRequestDepth: 128,
 } as const;
 
-/** `application/json`, with or without parameters such as charset. */
-export function isJsonContentType(header: string | undefined): boolean {
-  if (header === undefined) return false;
-  const semi = header.indexOf(';');
-  const type = (semi === -1 ? header : header.slice(0, semi)).trim().toLowerCase();
-  return type === 'application/json';
-}
-
 /**
  * Turns the raw request bytes into a parsed JSON value, or throws a {@link FerryError} with a
- * stable code: wrong content type or encoding, bad gzip, a decompression bomb, oversize, bad
- * JSON, or nesting past the request limit.
+ * stable code: an unknown encoding, bad gzip, a decompression bomb, oversize, bad JSON, or
+ * nesting past the request limit.
+ *
+ * `Content-Type` is not consulted: real clients label JSON wrongly (RudderStack's Node SDK
+ * sends gzipped JSON as `application/x-www-form-urlencoded`, browsers' sendBeacon as
+ * `text/plain`), and refusing them loses every call they make. Bytes that are not JSON are
+ * still refused, whatever the label.
  */
-export async function readJsonBody(
-  raw: Buffer | undefined,
-  headers: { 'content-type'?: string; 'content-encoding'?: string },
-): Promise<unknown> {
-  if (!isJsonContentType(headers['content-type']))
-    throw new FerryError('unsupported_content_type', `Content-Type must be application/json (got ${headers['content-type'] ?? 'none'})`);
+export async function readJsonBody(raw: Buffer | undefined, headers: { 'content-encoding'?: string }): Promise<unknown> {
   let bytes = raw ?? Buffer.alloc(0);
   const encoding = (headers['content-encoding'] ?? 'identity').trim().toLowerCase();
-  if (encoding === 'gzip' || encoding === 'x-gzip') {
+  if (isGzip(encoding)) {
     try {
       // One byte over the limit is enough to know the body is too large: never inflate a bomb.
       bytes = await gunzipAsync(bytes, { maxOutputLength: ingestLimits.maxRequestBytes + 1 });
@@ -59,6 +53,12 @@ export async function readJsonBody(
   if (!isWithinJsonDepth(value, ingestLimits.maxRequestDepth))
     throw new FerryError('too_deeply_nested', `the request body is nested deeper than ${ingestLimits.maxRequestDepth} levels`);
   return value;
+}
+
+/** True for a `Content-Encoding` that names gzip (`gzip` or its old name `x-gzip`, any case). */
+export function isGzip(contentEncoding: string | undefined): boolean {
+  const encoding = contentEncoding?.trim().toLowerCase();
+  return encoding === 'gzip' || encoding === 'x-gzip';
 }
 
 /** The write key of an HTTP Basic `Authorization` header (`base64(writeKey + ":")`), if any. */

@@ -1,4 +1,6 @@
 import type { FastifyInstance } from 'fastify';
+import { BodyBudget } from './body-budget.js';
+import { ingestAdmission } from './ingest-admission.js';
 import { callTypes, type CallType } from './message.js';
 import { ingestLimits } from './read-body.js';
 import { ingestRequest, type IngestDeps } from './ingest-request.js';
@@ -6,14 +8,21 @@ import { ingestRequest, type IngestDeps } from './ingest-request.js';
 /**
  * The Segment-compatible tracking API: `/v1/batch` (and its legacy name `/v1/import`) and one
  * path per call type. Bodies are taken as raw bytes whatever their declared type, so that the
- * pipeline can answer wrong types, gzip and bad JSON with its own stable codes.
+ * pipeline can answer gzip and bad JSON with its own stable codes. Before a body is read, each
+ * request passes {@link ingestAdmission}: a stranger's key is refused, and the bodies held at
+ * once stay within `limits.bodyBudgetBytes`.
  */
-export async function ingestRoutes(app: FastifyInstance, deps: IngestDeps): Promise<void> {
+export async function ingestRoutes(app: FastifyInstance, deps: IngestDeps, limits: { bodyBudgetBytes: number }): Promise<void> {
   app.removeAllContentTypeParsers();
   // Raw bytes on the wire may be gzip; the decompressed limit is enforced by the pipeline.
-  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: ingestLimits.maxRequestBytes + 1024 }, (_req, body, done) =>
-    done(null, body),
-  );
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: ingestLimits.maxRawRequestBytes }, (_req, body, done) => done(null, body));
+  app.addHook('onRequest', ingestAdmission({ catalog: deps.catalog, budget: new BodyBudget(limits.bodyBudgetBytes) }));
+  // Fastify answers 415 to a Content-Type it cannot parse (an empty one, or `json`) before any
+  // parser runs. Ingestion ignores the label, so it is dropped before that check.
+  app.addHook('onRequest', (request, _reply, done) => {
+    delete request.headers['content-type'];
+    done();
+  });
   const routes: [string, 'batch' | CallType][] = [
     ['/v1/batch', 'batch'],
     ['/v1/import', 'batch'],
@@ -26,7 +35,6 @@ export async function ingestRoutes(app: FastifyInstance, deps: IngestDeps): Prom
           route,
           rawBody: request.body as Buffer | undefined,
           headers: {
-            'content-type': request.headers['content-type'],
             'content-encoding': request.headers['content-encoding'],
             authorization: request.headers.authorization,
           },

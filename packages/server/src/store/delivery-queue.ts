@@ -40,6 +40,8 @@ export interface ClaimedDelivery {
   firstAttemptAtMs: number | null;
   trigger: AttemptTrigger;
   createdAtMs: number;
+  /** The source the delivery was made for (an event's, a deletion notice's); null for audience syncs. */
+  sourceId: string | null;
 }
 
 /** One lease a claim handed out: the job, and the end of the lease as the claim set it. */

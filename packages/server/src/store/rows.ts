@@ -62,7 +62,7 @@ export interface AttemptRow {
  * order of {@link ClaimTuple}. Stores read them as raw rows (arrays): the drivers build an
  * object per row through slow generic paths, and the worker needs one object anyway.
  */
-export const claimColumns = 'id, destination_id, kind, body, message_id, user_id, attempt_count, first_attempt_at, trigger, created_at';
+export const claimColumns = 'id, destination_id, kind, body, message_id, user_id, attempt_count, first_attempt_at, trigger, created_at, source_id';
 
 /** One claimed row as an array of {@link claimColumns}; a store may read more columns after them. */
 export type ClaimTuple = readonly [
@@ -76,6 +76,7 @@ export type ClaimTuple = readonly [
   firstAttemptAt: number | null,
   trigger: AttemptView['trigger'],
   createdAt: number,
+  sourceId: string | null,
   ...rest: unknown[],
 ];
 
@@ -156,6 +157,7 @@ export function toClaimed(r: ClaimTuple): ClaimedDelivery {
     firstAttemptAtMs: r[7],
     trigger: r[8],
     createdAtMs: r[9],
+    sourceId: r[10],
   };
 }
 

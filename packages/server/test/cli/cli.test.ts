@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { spawnFerry } from '../helpers/spawn-ferry.js';
 import { startReceiver } from '../helpers/receiver.js';
 
@@ -17,8 +18,10 @@ function configFile(name: string, content: string): string {
 }
 
 describe('ferry serve', () => {
-  test('a config file that breaks a rule stops start-up with the file, the path and the rule', async () => {
-    const urls = Array.from({ length: 6 }, (_, i) => `        - url: https://hooks.example.com/${i}`).join('\n');
+  test('a config file that breaks rules stops start-up with one line per rule: the file, the path and the rule', async () => {
+    const urls =
+      Array.from({ length: 6 }, (_, i) => `        - url: https://hooks.example.com/${i}`).join('\n') +
+      `\n          headers: { ${Array.from({ length: 6 }, (_, i) => `X-H${i}: v${i}`).join(', ')} }`;
     const path = configFile(
       'six-urls.yaml',
       `sources:\n  - id: app\n    name: App\n    writeKey: k\ndestinations:\n  - id: d\n    type: Webhooks\n    name: D\n    sources: [app]\n    settings:\n      webhooks:\n${urls}\n`,
@@ -27,8 +30,9 @@ describe('ferry serve', () => {
     const { code } = await ferry.exited;
     assert.equal(code, 1);
     assert.match(ferry.output(), /six-urls\.yaml/);
-    assert.match(ferry.output(), /destinations\[0\]\.settings\.webhooks/);
-    assert.match(ferry.output(), /at most 5/);
+    assert.match(ferry.output(), /^ferry: invalid configuration: \S*six-urls\.yaml: /m);
+    assert.match(ferry.output(), /^\S*six-urls\.yaml: destinations\[0\]\.settings\.webhooks: at most 5 webhook URLs \(got 6\)$/m);
+    assert.match(ferry.output(), /six-urls\.yaml: destinations\[0\]\.settings\.webhooks\[5\]\.headers: at most 5 headers per webhook \(got 6\)$/m);
   });
 
   test('an unknown source and a header with CR/LF are refused the same way', async () => {
@@ -62,7 +66,7 @@ describe('ferry serve', () => {
       HOOK_SECRET: 'super-secret-hmac',
       FERRY_ALLOW_PRIVATE_NETWORKS: '1',
       FERRY_LOG_LEVEL: 'debug',
-      FERRY_ADMIN_TOKEN: 'cli-admin',
+      FERRY_ADMIN_TOKEN: 'cli-admin-token-of-32-characters',
     });
     after(() => void ferry.child.kill('SIGKILL'));
     const [, base] = await ferry.waitForOutput(/listening on (http:\/\/\S+)/);
@@ -75,7 +79,7 @@ describe('ferry serve', () => {
       PORT: '0',
       APP_KEY: 'k',
       HOOK_SECRET: 's',
-      FERRY_ADMIN_TOKEN: 'cli-admin',
+      FERRY_ADMIN_TOKEN: 'cli-admin-token-of-32-characters',
     });
     assert.equal((await second.exited).code, 1);
     assert.match(second.output(), /ferry: .*ferry\.db is in use by another Ferry process/);
@@ -89,7 +93,7 @@ describe('ferry serve', () => {
     assert.equal(got!.headers['x-signature'], createHmac('sha1', 'super-secret-hmac').update(got!.body).digest('hex'));
     // A failed attempt is logged; neither secret may appear anywhere in the output.
     await ferry.waitForOutput(/delivery will be retried/);
-    const admin = await fetch(`${base}/admin/v1/destinations/d`, { headers: { authorization: 'Bearer cli-admin' } });
+    const admin = await fetch(`${base}/admin/v1/destinations/d`, { headers: { authorization: 'Bearer cli-admin-token-of-32-characters' } });
     const adminText = await admin.text();
     ferry.child.kill('SIGTERM');
     assert.equal((await ferry.exited).code, 0);
@@ -97,6 +101,56 @@ describe('ferry serve', () => {
       assert.ok(!ferry.output().includes(secret), `${secret} leaked into the logs`);
       assert.ok(!adminText.includes(secret), `${secret} leaked into the admin API`);
     }
+  });
+});
+
+describe('ferry serve refuses to start unsafely', () => {
+  test('the demo configuration (the default file) on every interface: refused, saying what to do; nothing listens', async () => {
+    const ferry = spawnFerry(['serve', '--data', join(dir, 'demo-public'), '--port', '0'], { HOST: '', FERRY_CONFIG: '' });
+    assert.equal((await ferry.exited).code, 1);
+    assert.match(ferry.output(), /ferry: refusing to listen on 0\.0\.0\.0: source "demo" uses the demo configuration's write key, which is public/);
+    assert.match(ferry.output(), /FERRY_DEMO_WRITE_KEY/);
+    assert.match(ferry.output(), /--host 127\.0\.0\.1/);
+    assert.doesNotMatch(ferry.output(), /listening on/);
+  });
+
+  test('a source holding the demo key in the store, though not in the file, is refused too', async () => {
+    const dataDir = join(dir, 'demo-stored');
+    const store = new SqliteStore({ path: join(dataDir, 'ferry.db') });
+    await store.saveSource({ id: 'old-demo', name: 'Old demo', writeKey: 'demo-write-key' });
+    await store.close();
+    const path = configFile('own-key.json', JSON.stringify({ sources: [{ id: 'app', writeKey: 'own-key-0123456789' }] }));
+    const ferry = spawnFerry(['serve', '--config', path, '--data', dataDir, '--port', '0', '--host', '::']);
+    assert.equal((await ferry.exited).code, 1);
+    assert.match(ferry.output(), /refusing to listen on ::: source "old-demo" uses the demo configuration's write key/);
+  });
+
+  test('an admin token shorter than 32 characters, or a bad drain time, stops start-up with what to do', async () => {
+    const path = configFile('token.json', JSON.stringify({ sources: [] }));
+    const weak = spawnFerry(['serve', '--config', path, '--data', join(dir, 'weak-token'), '--port', '0', '--host', '127.0.0.1'], { FERRY_ADMIN_TOKEN: 'abc123' });
+    assert.equal((await weak.exited).code, 1);
+    assert.match(weak.output(), /ferry: the admin token \(FERRY_ADMIN_TOKEN\) must be at least 32 characters long \(got 6\); make one with `openssl rand -hex 32`/);
+    assert.doesNotMatch(weak.output(), /abc123/);
+    const drain = spawnFerry(['serve', '--config', path, '--data', join(dir, 'bad-drain'), '--port', '0', '--drain-ms', 'soon']);
+    assert.equal((await drain.exited).code, 1);
+    assert.match(drain.output(), /ferry: the drain time \(--drain-ms, FERRY_DRAIN_MS\) must be an integer from 0 to 300000 ms \(got soon\)/);
+  });
+});
+
+describe('ferry serve start banner', () => {
+  test('lists the sources and destinations in force: the file\'s and those created through the admin API', async () => {
+    const dataDir = join(dir, 'banner');
+    const store = new SqliteStore({ path: join(dataDir, 'ferry.db') });
+    await store.saveSource({ id: 'made-by-api', name: 'Made by API', writeKey: 'api-key-0123456789' });
+    await store.saveDestination({ id: 'api-hooks', type: 'Webhooks', name: 'API hooks', enabled: false, sources: ['made-by-api'], settings: { webhooks: [{ url: 'https://h.example.com', headers: {} }] } });
+    await store.close();
+    const path = configFile('banner.json', JSON.stringify({ sources: [{ id: 'app', writeKey: 'file-key-0123456789' }] }));
+    const ferry = spawnFerry(['serve', '--config', path, '--data', dataDir, '--port', '0', '--host', '127.0.0.1']);
+    after(() => void ferry.child.kill('SIGKILL'));
+    await ferry.waitForOutput(/sources: .*; destinations: .*/);
+    assert.match(ferry.output(), /^ {2}sources: app, made-by-api; destinations: api-hooks$/m);
+    ferry.child.kill('SIGTERM');
+    assert.deepEqual(await ferry.exited, { code: 0, signal: null }, ferry.output());
   });
 });
 

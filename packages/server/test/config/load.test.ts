@@ -220,7 +220,7 @@ describe('${VAR} expansion', () => {
   });
 
   it('E14 malformed and unterminated references are errors with their paths', () => {
-    assertConfigError(() => expandEnvironment({ a: { b: ['${A B}'] } }, {}, 'f.yaml'), 'f.yaml: a.b[0]: malformed reference ${A B}');
+    assertConfigError(() => expandEnvironment({ a: { b: ['${A B}'] } }, {}, 'f.yaml'), 'f.yaml: a.b[0]: malformed reference ${…}');
     assertConfigError(() => expandEnvironment({ a: '${A' }, {}, 'f.yaml'), 'f.yaml: a: unterminated ${ reference');
   });
 
@@ -274,5 +274,59 @@ describe('applyEnvironment', () => {
 
   it('refuses a value it does not understand', () => {
     assertConfigError(() => applyEnvironment(config, { FERRY_ALLOW_PRIVATE_NETWORKS: 'on' }), 'FERRY_ALLOW_PRIVATE_NETWORKS: must be 1, true, yes, 0, false or no');
+  });
+});
+
+describe('a file that breaks several rules', () => {
+  it('reports every broken rule, one line each, with the file and the path', () => {
+    const entries = Array.from({ length: 6 }, (_, i) => `        - url: https://hooks.example.com/${i}`);
+    entries[0] += `\n          headers: { ${Array.from({ length: 6 }, (_, i) => `X-H${i}: v${i}`).join(', ')} }`;
+    const path = file(
+      'ferry.config.yaml',
+      `sources:\n  - id: app\n    writeKey: k1\n  - id: app\n    writeKey: k1\ndestinations:\n  - id: d\n    type: Webhooks\n    sources: [app, web]\n    settings:\n      webhooks:\n${entries.join('\n')}\n`,
+    );
+    const err = assertConfigError(() => loadConfigFile(path, {}));
+    const lines = err.message.split('\n');
+    assert.deepEqual(
+      lines.map((line) => line.slice(path.length + 2).replace(/: .*$/, '')).sort(),
+      ['destinations[0].settings.webhooks', 'destinations[0].settings.webhooks[0].headers', 'destinations[0].sources[1]', 'sources[1].id', 'sources[1].writeKey'],
+    );
+    for (const line of lines) assert.ok(line.startsWith(`${path}: `), line);
+    assert.match(err.message, /webhooks: at most 5 webhook URLs \(got 6\)/);
+    assert.match(err.message, /headers: at most 5 headers per webhook \(got 6\)/);
+    assert.match(err.message, /unknown source "web"/);
+    assert.equal(err.issues.length, lines.length);
+  });
+});
+
+describe('YAML errors never repeat a secret', () => {
+  const secret = 'secret-9f8e7d6c';
+  const cases: { name: string; yaml: string; path?: string; where: RegExp }[] = [
+    { name: 'a write key beginning with * (an alias)', yaml: `sources:\n  - id: app\n    writeKey: *${secret}\n`, path: 'sources[0].writeKey', where: /line 3, column 15/ },
+    {
+      name: 'a shared secret beginning with * in a later destination',
+      yaml: `sources:\n  - id: app\n    writeKey: k\ndestinations:\n  - id: d\n    type: Webhooks\n    sources: [app]\n    settings:\n      webhookUrl: https://h.example.com\n      sharedSecret: *${secret}\n`,
+      path: 'destinations[0].settings.sharedSecret',
+      where: /line 10/,
+    },
+    { name: 'a value beginning with an unknown tag', yaml: `sources:\n  - id: app\n    writeKey: !${secret}\n`, where: /line 3/ },
+    { name: 'a bad escape in a double-quoted value', yaml: `sources:\n  - id: app\n    writeKey: "\\q${secret}"\n`, where: /line 3/ },
+    { name: 'a header value holding ": "', yaml: `sources:\n  - id: app\n    writeKey: k\ndestinations:\n  - id: d\n    type: Webhooks\n    sources: [app]\n    settings:\n      webhooks:\n        - url: https://h.example.com\n          headers: { Authorization: Bearer: ${secret} }\n`, where: /line 11/ },
+    { name: 'an unterminated quote', yaml: `sources:\n  - id: app\n    writeKey: "${secret}\n`, where: /line \d+/ },
+    { name: 'a stray character after a quoted value', yaml: `sources:\n  - id: app\n    writeKey: "k" ${secret}\n`, where: /line 3/ },
+    { name: 'a value beginning with a reserved character', yaml: `sources:\n  - id: app\n    writeKey: @${secret}\n`, where: /line 3/ },
+    { name: 'a flow mapping left open', yaml: `sources:\n  - { id: app, writeKey: ${secret}\n`, where: /line \d+/ },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const err = assertConfigError(() => loadConfigFile(file('ferry.config.yaml', c.yaml), {}), c.where);
+      assert.ok(!err.message.includes(secret.slice(0, 10)), `the secret leaked: ${err.message}`);
+      if (c.path) assert.equal(err.path, c.path);
+    });
+  }
+
+  it('a reference malformed inside a write key is reported without its text', () => {
+    const err = assertConfigError(() => expandEnvironment({ sources: [{ writeKey: `ab\${${secret}}` }] }, {}, 'f.yaml'), 'f.yaml: sources[0].writeKey: malformed reference');
+    assert.ok(!err.message.includes(secret.slice(0, 10)));
   });
 });

@@ -48,7 +48,7 @@ function headers(n: number): Record<string, string> {
   return Object.fromEntries(Array.from({ length: n }, (_, i) => [`X-H${i}`, `v${i}`]));
 }
 
-const reservedHeaders = ['Content-Type', 'Content-Length', 'Host', 'User-Agent', 'X-Signature'];
+const reservedHeaders = ['Content-Type', 'Content-Length', 'Host', 'User-Agent', 'X-Signature', 'X-Ferry-Source'];
 
 describe('configuration schema: refusals', () => {
   const cases: { name: string; edit: (c: Record<string, any>) => void; path: string; rule: RegExp }[] = [
@@ -304,7 +304,7 @@ describe('configuration schema: refusals', () => {
         assertRefused(
           config,
           `destinations[0].settings.webhooks[0].headers.${spelling}`,
-          /cannot be set: Content-Type, Content-Length, Host, User-Agent and X-Signature are set by Ferry/,
+          /cannot be set: Content-Type, Content-Length, Host, User-Agent, X-Signature and X-Ferry-Source are set by Ferry/,
         );
       });
     }

@@ -1,9 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
+import type { FerryOptions } from '../../src/app.js';
+import type { FerryConfig } from '../../src/config/model.js';
 import { readyLimits } from '../../src/delivery/ready-limits.js';
+import { createHttpSender } from '../../src/destinations/webhooks/http-sender.js';
+import type { SendRequest, SendResult, WebhookSender } from '../../src/destinations/webhooks/sender.js';
 import { ManualClock } from '../../src/util/clock.js';
+import { capturedLogger } from '../helpers/captured-logger.js';
 import { startFerry, testConfig, webhooksDestination, type TestFerry } from '../helpers/ferry.js';
 import { startReceiver, type TestReceiver } from '../helpers/receiver.js';
+import { until } from '../helpers/until.js';
 
 const hour = 3_600_000;
 // Retry settings small enough to reason about: 1 s, 2 s, 4 s … capped at 60 s, no jitter.
@@ -12,10 +18,38 @@ const delivery = {
   retry: { initialDelayMs: 1000, multiplier: 2, maxDelayMs: 60_000, jitter: 0, windowMs: 4 * hour, maxRetryAfterMs: 600_000 },
 };
 
-/** A Ferry whose worker is driven by hand with a manual clock. */
+/**
+ * A Ferry whose worker is driven by hand on `clock`, with the webhook time limits on that
+ * clock too: an endpoint that never answers times out when the test moves the clock.
+ */
+function startOnClock(config: FerryConfig, clock: ManualClock, options: Partial<FerryOptions> = {}): Promise<TestFerry> {
+  return startFerry(config, { clock, deliver: false, sender: senderOnClock(config, clock).sender, ...options });
+}
+
+/**
+ * The webhook sender Ferry would build for `config`, with its time limits on `clock`, and the
+ * URLs whose exchanges are over, in order.
+ */
+function senderOnClock(config: FerryConfig, clock: ManualClock): { sender: WebhookSender; finished: string[] } {
+  const real = createHttpSender({
+    ...config.network,
+    connectionsPerOrigin: config.delivery.perDestinationConcurrency,
+    clock,
+    timers: clock.timers,
+  });
+  const finished: string[] = [];
+  const send = async (request: SendRequest): Promise<SendResult> => {
+    const result = await real.send(request);
+    finished.push(result.url);
+    return result;
+  };
+  return { finished, sender: { send, close: () => real.close() } };
+}
+
+/** A Ferry on a manual clock with one destination `hooks` posting to `urls`. */
 async function setup(urls: string[], extra: Record<string, unknown> = {}) {
   const clock = new ManualClock();
-  const ferry = await startFerry(testConfig([webhooksDestination('hooks', urls, extra)], { delivery }), { clock, deliver: false });
+  const ferry = await startOnClock(testConfig([webhooksDestination('hooks', urls, extra)], { delivery }), clock);
   return { clock, ferry };
 }
 
@@ -80,15 +114,56 @@ describe('delivery decisions', () => {
     ferry = s.ferry;
     a.reply('hang');
     await ferry.send('/v1/track', { userId: 'u', event: 'E' });
-    await ferry.ferry.worker.runUntilIdle();
+    const run = ferry.ferry.worker.runUntilIdle();
+    await a.waitFor(1);
+    s.clock.advance(delivery.timeoutMs);
+    await run;
     const [pending] = await deliveries(ferry, 'pending');
     const detail = await ferry.admin('GET', `/deliveries/${pending.id}`);
     assert.equal(detail.json.attempts.length, 1);
     assert.equal(detail.json.attempts[0].errorClass, 'timeout');
+    assert.equal(detail.json.attempts[0].latencyMs, delivery.timeoutMs);
     a.reply({ status: 204 });
     s.clock.advance(1000);
     await ferry.ferry.worker.runUntilIdle();
     assert.equal((await deliveries(ferry, 'succeeded')).length, 1);
+  });
+
+  /** One event to `a`, which never answers, and `b`, which answers `bReply`; the timeout log lines. */
+  async function timeoutBeside(bReply: { status: number }) {
+    const { lines, logger } = capturedLogger();
+    const clock = new ManualClock();
+    const config = testConfig([webhooksDestination('hooks', [a.url, b.url])], { delivery });
+    const { sender, finished } = senderOnClock(config, clock);
+    ferry = await startOnClock(config, clock, { logger, sender });
+    a.reply('hang');
+    b.reply(bReply);
+    await ferry.send('/v1/track', { userId: 'u', event: 'E' });
+    const run = ferry.ferry.worker.runUntilIdle();
+    await a.waitFor(1);
+    // b's answer is in before the time limit runs out for a.
+    await until(() => finished.includes(b.url), "b's exchange to end");
+    clock.advance(delivery.timeoutMs);
+    await run;
+    return lines.filter((l) => /timed out/.test(l.msg));
+  }
+
+  test('a URL that times out while another answers 2xx is logged as such: the event is done, nothing will retry', async () => {
+    const logged = await timeoutBeside({ status: 200 });
+    assert.deepEqual(
+      logged.map((l) => [l.level, l.url, l.outcome, l.msg]),
+      [[40, a.url, 'succeeded', 'webhook timed out after 300 ms; another URL answered 2xx, so the event is done and this URL is not retried']],
+    );
+    assert.equal((await deliveries(ferry!, 'succeeded')).length, 1);
+  });
+
+  test('a URL that times out while the other fails temporarily is logged as retried', async () => {
+    const logged = await timeoutBeside({ status: 503 });
+    assert.deepEqual(
+      logged.map((l) => [l.level, l.url, l.outcome, l.msg]),
+      [[40, a.url, 'pending', 'webhook timed out after 300 ms; will retry']],
+    );
+    assert.equal((await deliveries(ferry!, 'pending')).length, 1);
   });
 
   test('retries stop 4 hours after the first attempt: dead letter with the last error', async () => {
@@ -109,16 +184,29 @@ describe('delivery decisions', () => {
     assert.equal(dead.deadReason, 'retry_window_exhausted');
     assert.match(dead.lastError, /HTTP 500/);
     assert.equal(s.clock.now() - first, 4 * hour, 'the last attempt is at the end of the window');
-    // Delays 1, 2, 4 … 32 s, then 60 s steps, then one last attempt exactly at the window's end.
-    let t = 0;
-    let expected = 1;
-    for (let delay = 1000; t < 4 * hour; delay = Math.min(delay * 2, 60_000)) {
-      t = Math.min(t + delay, 4 * hour);
-      expected++;
-    }
-    assert.equal(a.requests.length, expected);
+    // What these settings give, worked out by hand: retries after 1, 2, 4, 8, 16 and 32 s,
+    // then every 60 s (the cap) while the window allows, and a last attempt at its end.
+    // [attempt, seconds after the first attempt's start]
+    const schedule: [number, number][] = [
+      [1, 0],
+      [2, 1],
+      [3, 3],
+      [4, 7],
+      [5, 15],
+      [6, 31],
+      [7, 63],
+      [8, 123],
+      [9, 183],
+      [244, 14_283],
+      [245, 14_343],
+      [246, 14_400],
+    ];
+    assert.equal(a.requests.length, 246);
     const detail = await ferry.admin('GET', `/deliveries/${dead.id}`);
-    assert.equal(detail.json.attempts.length, expected);
+    const attempts = detail.json.attempts as any[];
+    assert.equal(attempts.length, 246);
+    const offsets = schedule.map(([n]) => (Date.parse(attempts[n - 1].startedAt) - first) / 1000);
+    assert.deepEqual(offsets, schedule.map(([, seconds]) => seconds));
     assert.equal(detail.json.attempts.at(-1).responseBody, 'still broken');
   });
 
@@ -295,7 +383,7 @@ describe('delivery decisions', () => {
   async function startWithDefaultSlots(url: string, claimBatchSize: number) {
     const clock = new ManualClock();
     const settings = { ...delivery, timeoutMs: 5000, leaseMs: 60_000, perDestinationConcurrency: 16, concurrency: 64, claimBatchSize };
-    const started = await startFerry(testConfig([webhooksDestination('hooks', [url])], { delivery: settings }), { clock, deliver: false });
+    const started = await startOnClock(testConfig([webhooksDestination('hooks', [url])], { delivery: settings }), clock);
     ferry = started;
     return { clock, settings, ferry: started };
   }
@@ -354,9 +442,10 @@ describe('delivery decisions', () => {
     let closed = false;
     try {
       const { clock, ferry, held } = await sixteenSentEightyReady(slow);
-      // 55 s on, a ready job would need 5 s for the head and 1 s for the body: past its 60 s lease.
+      // 55 s on, a ready job would need 5 s for the head and 1 s for the body: past its 60 s
+      // lease. On the way the hanging exchanges time out (at 5 s), which frees their slots for
+      // the jobs held ready.
       clock.advance(55_000);
-      // The hanging exchanges fail, which frees their slots for the jobs held ready.
       await slow.close();
       closed = true;
       await ferry.ferry.worker.settled();
@@ -406,7 +495,7 @@ describe('delivery decisions', () => {
         // 16 slots in all, 16 per destination: 80 may be held ready in all (16 x 5), not 80 each.
         { delivery: { ...delivery, timeoutMs: 5000, leaseMs: 60_000, perDestinationConcurrency: 16, concurrency: 16, claimBatchSize: 100 } },
       );
-      ferry = await startFerry(config, { clock, deliver: false });
+      ferry = await startOnClock(config, clock);
       await ferry.send('/v1/batch', { batch: Array.from({ length: 100 }, (_, i) => ({ type: 'track', userId: `u${i}`, event: 'E' })) });
       await ferry.ferry.worker.tick();
       await slow.waitFor(16);
@@ -428,7 +517,7 @@ describe('delivery decisions', () => {
       // jobs only in its rounds, not when a slot frees).
       { delivery: { ...delivery, concurrency: 1, perDestinationConcurrency: 1, claimBatchSize: 1, timeoutMs: 1000, leaseMs: 3000 } },
     );
-    ferry = await startFerry(config, { clock, deliver: false });
+    ferry = await startOnClock(config, clock);
     await ferry.send('/v1/batch', { batch: Array.from({ length: 3 }, (_, i) => ({ type: 'track', userId: `u${i}`, event: 'E' })) });
     for (let round = 0; round < 3; round++) {
       await ferry.ferry.worker.tick();

@@ -46,14 +46,14 @@ describe('buildWebhookBody: byte for byte', () => {
       `{"version":1,"type":"page","userId":"u1",${head},"properties":{"path":"/"}}`,
     ],
     [
-      'W04 screen with name and properties',
-      stored({ type: 'screen', userId: 'u1', name: 'Home', properties: { tab: 'feed' }, context: { device: { model: 'Pixel 8', type: 'android' }, os: { name: 'Android', version: '14' }, app: { build: '42', name: 'Ferry', version: '1.2.0' } } }),
+      'W04 screen with name, category and properties',
+      stored({ type: 'screen', userId: 'u1', name: 'Home', category: 'Feed', properties: { tab: 'feed' }, context: { device: { model: 'Pixel 8', type: 'android' }, os: { name: 'Android', version: '14' }, app: { build: '42', name: 'Ferry', version: '1.2.0' } } }),
       '{"version":1,"type":"screen","userId":"u1","messageId":"m1","timestamp":"2024-01-02T03:04:05.678Z",' +
         '"context":{"device":{"model":"Pixel 8","type":"android"},"os":{"name":"Android","version":"14"},"app":{"build":"42","name":"Ferry","version":"1.2.0"}},' +
-        '"name":"Home","properties":{"tab":"feed"}}',
+        '"name":"Home","category":"Feed","properties":{"tab":"feed"}}',
     ],
     [
-      'W05 screen without name or properties: neither member',
+      'W05 screen without name, category or properties: none of them',
       stored({ type: 'screen', anonymousId: 'a1' }),
       `{"version":1,"type":"screen","anonymousId":"a1",${head}}`,
     ],

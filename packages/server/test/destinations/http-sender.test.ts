@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
+import dc from 'node:diagnostics_channel';
 import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { createHttpSender, parseRetryAfter, classify } from '../../src/destinations/webhooks/http-sender.js';
+import { createHttpSender, parseRetryAfter, classify, RESPONSE_BODY_WAIT_MS } from '../../src/destinations/webhooks/http-sender.js';
 import type { SendRequest, SendResult, WebhookSender } from '../../src/destinations/webhooks/sender.js';
 import { ManualClock } from '../../src/util/clock.js';
+import { turn, until } from '../helpers/until.js';
 
 const fixture = (name: string): Buffer => readFileSync(new URL(`../fixtures/tls/${name}`, import.meta.url));
 
@@ -66,6 +68,26 @@ async function startReceiver(handler: Handler = answer200, tls?: { key: Buffer; 
   };
 }
 
+// Client sockets the senders open, seen through Node's diagnostics channel, so that a test can
+// tell when the sender has read what a receiver wrote.
+const clientSockets: Socket[] = [];
+const onClientSocket = (message: unknown): void => void clientSockets.push((message as { socket: Socket }).socket);
+dc.subscribe('net.client.socket', onClientSocket);
+after(() => dc.unsubscribe('net.client.socket', onClientSocket));
+
+/**
+ * Resolves once the sender has read every byte written so far on `res`'s connection. The
+ * sender parses what it reads in the same turn, so by then it has acted on it: a test moves
+ * a manual clock only after the sender has seen the head it is about.
+ */
+async function readBySender(res: ServerResponse): Promise<void> {
+  const server = res.socket!;
+  await until(() => {
+    const client = clientSockets.find((socket) => socket.localPort === server.remotePort);
+    return client !== undefined && client.bytesRead >= server.bytesWritten;
+  }, 'the sender to read what the receiver wrote');
+}
+
 function post(url: string, extra: Partial<SendRequest> = {}): SendRequest {
   return {
     url,
@@ -86,11 +108,12 @@ async function sendThrough(sender: WebhookSender, handler: Handler, extra: Parti
   }
 }
 
+// Its time limits run on a manual clock: a test that waits for one moves the clock.
 describe('createHttpSender over plain HTTP', () => {
   let sender: WebhookSender;
   const clock = new ManualClock();
   before(() => {
-    sender = createHttpSender({ allowPrivateNetworks: true, allowedNetworks: [], clock });
+    sender = createHttpSender({ allowPrivateNetworks: true, allowedNetworks: [], clock, timers: clock.timers });
   });
   after(() => sender.close());
 
@@ -236,15 +259,23 @@ describe('createHttpSender over plain HTTP', () => {
     assert.equal(result.retryAfterMs, 7000);
   });
 
-  it('gives up with errorClass timeout when no response head arrives within timeoutMs', async () => {
+  it('gives up with errorClass timeout when no response head arrives within timeoutMs of its clock', async () => {
     const receiver = await startReceiver(() => {
       // never answers
     });
     try {
-      const result = await sender.send(post(receiver.url, { timeoutMs: 200 }));
+      let settled = false;
+      const pending = sender.send(post(receiver.url, { timeoutMs: 5000 })).finally(() => (settled = true));
+      await until(() => receiver.requests.length === 1, 'the request to arrive');
+      clock.advance(4999);
+      await turn();
+      assert.equal(settled, false, 'not a millisecond early');
+      clock.advance(1);
+      const result = await pending;
       assert.equal(result.errorClass, 'timeout');
+      assert.equal(result.errorMessage, 'no response head within 5000 ms');
       assert.equal(result.statusCode, undefined);
-      assert.equal(receiver.requests.length, 1);
+      assert.equal(result.latencyMs, 5000);
     } finally {
       await receiver.close();
     }
@@ -261,36 +292,53 @@ describe('createHttpSender over plain HTTP', () => {
     assert.equal(result.responseBody, `a${'é'.repeat(511)}`);
   });
 
-  it('does not wait forever for a response body that never ends', async () => {
-    const result = await sendThrough(sender, (_req, res) => {
+  it('does not wait forever for a response body that never ends: the status stands after the body wait', async () => {
+    let response: ServerResponse | undefined;
+    const receiver = await startReceiver((_req, res) => {
+      response = res;
       res.writeHead(200, { 'content-type': 'text/plain' });
       res.write('partial');
-    }, { timeoutMs: 200 });
-    assert.equal(result.statusCode, 200);
-    assert.equal(result.errorClass, undefined);
-    assert.equal(result.responseBody, 'partial');
+    });
+    try {
+      let settled = false;
+      const pending = sender.send(post(receiver.url)).finally(() => (settled = true));
+      await until(() => response !== undefined, 'the request to arrive');
+      await readBySender(response!);
+      clock.advance(RESPONSE_BODY_WAIT_MS - 1);
+      await turn();
+      assert.equal(settled, false, 'the body wait is not over');
+      clock.advance(1);
+      const result = await pending;
+      assert.equal(result.statusCode, 200);
+      assert.equal(result.errorClass, undefined);
+      assert.equal(result.responseBody, 'partial');
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('takes an informational 1xx head for what it is: the final status counts, even after the body wait', async () => {
-    // A 50 ms body wait, and the final head 150 ms after a 103: had the 103 been taken for the
+    // A 50 ms body wait, and the final head 100 ms after a 103: had the 103 been taken for the
     // answer, the attempt would end as "HTTP 103" once the body wait ran out.
-    const quick = createHttpSender({ allowPrivateNetworks: true, allowedNetworks: [], clock, responseBodyWaitMs: 50 });
+    const quick = createHttpSender({ allowPrivateNetworks: true, allowedNetworks: [], clock, timers: clock.timers, responseBodyWaitMs: 50 });
+    let response: ServerResponse | undefined;
+    const receiver = await startReceiver((_req, res) => {
+      response = res;
+      res.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' });
+    });
     try {
-      const result = await sendThrough(
-        quick,
-        (_req, res) => {
-          res.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' });
-          setTimeout(() => {
-            res.writeHead(201, { 'content-type': 'text/plain' });
-            res.end('created');
-          }, 150);
-        },
-        { timeoutMs: 2000 },
-      );
+      const pending = quick.send(post(receiver.url, { timeoutMs: 2000 }));
+      await until(() => response !== undefined, 'the request to arrive');
+      await readBySender(response!);
+      clock.advance(100);
+      response!.writeHead(201, { 'content-type': 'text/plain' });
+      response!.end('created');
+      const result = await pending;
       assert.equal(result.statusCode, 201);
       assert.equal(result.errorClass, undefined);
       assert.equal(result.responseBody, 'created');
     } finally {
+      await receiver.close();
       await quick.close();
     }
   });

@@ -111,7 +111,7 @@ describe('the server on PostgreSQL', () => {
     const ferry = spawnFerry(['serve', '--config', config, '--port', '0', '--host', '127.0.0.1'], {
       DATABASE_URL: url,
       FERRY_DATABASE_SCHEMA: schema,
-      FERRY_ADMIN_TOKEN: 't',
+      FERRY_ADMIN_TOKEN: 'postgres-cli-admin-token-32-chars',
     });
     after(() => void ferry.child.kill('SIGKILL'));
     const [, base] = await ferry.waitForOutput(/listening on (http:\/\/\S+)/);

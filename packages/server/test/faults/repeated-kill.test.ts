@@ -53,7 +53,7 @@ test(`repeated SIGKILL under load (${cycles} cycles), restart on the same data: 
     }),
   );
   const args = ['serve', '--config', config, '--data', join(dir, 'data'), '--port', '0', '--host', '127.0.0.1'];
-  const env = { FERRY_ADMIN_TOKEN: 'kill-admin' };
+  const env = { FERRY_ADMIN_TOKEN: 'kill-admin-token-of-32-characters' };
   const auth = basicAuth('kill-key');
 
   const acked = new Set<string>();
@@ -112,7 +112,7 @@ test(`repeated SIGKILL under load (${cycles} cycles), restart on the same data: 
   const missing = await waitForIds(receiver, acked, 60_000);
   assert.deepEqual([...missing].slice(0, 20), [], `${missing.size} acknowledged events were never delivered`);
 
-  const stats = (await (await fetch(`${base}/admin/v1/stats`, { headers: { authorization: 'Bearer kill-admin' } })).json()) as { events: number };
+  const stats = (await (await fetch(`${base}/admin/v1/stats`, { headers: { authorization: 'Bearer kill-admin-token-of-32-characters' } })).json()) as { events: number };
   assert.ok(stats.events >= acked.size, `the store holds every acknowledged event (${stats.events} >= ${acked.size})`);
 
   const arrivals = receiver.requests.map((r) => r.json.messageId as string);

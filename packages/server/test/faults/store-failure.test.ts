@@ -168,9 +168,13 @@ test('disk full while running: 503 store_unavailable (never 200), nothing half-s
     const during = await h.stats();
     assert.equal(during.events, before.events, 'nothing from a refused request was stored');
     assert.equal((await fetch(`${h.url}/health`)).status, 200, 'the process stays up');
+    const notReady = await fetch(`${h.url}/health/ready`);
+    assert.equal(notReady.status, 503, 'readiness reports the full disk');
+    assert.equal(((await notReady.json()) as any).errors[0].code, 'store_unavailable');
 
     // The fault goes away; no restart.
     unlinkSync(filler);
+    assert.equal((await fetch(`${h.url}/health/ready`)).status, 200, 'ready again once a write succeeds');
     h.receiver.reply({ status: 200 });
     const first = await h.send('after0', 10);
     assert.equal(first.status, 200, 'the very first request after space is freed is accepted');

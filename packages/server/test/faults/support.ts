@@ -34,21 +34,7 @@ export function randomInt(random: () => number, min: number, max: number): numbe
   return min + Math.floor(random() * (max - min + 1));
 }
 
-/**
- * Resolves with `promise`, or rejects after `ms` with `what` in the message. For awaiting
- * something that should happen (an arrival, an exit) without hanging the suite if it does not.
- */
-export async function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      promise,
-      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms))),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+export { within } from '../helpers/within.js';
 
 /** Basic auth header value for a write key. */
 export function basicAuth(writeKey: string): string {

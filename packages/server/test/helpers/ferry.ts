@@ -6,10 +6,16 @@ import pino from 'pino';
 import { createFerry, type Ferry, type FerryOptions } from '../../src/app.js';
 import { configFromObject } from '../../src/config/load.js';
 import type { FerryConfig } from '../../src/config/model.js';
+import { within } from './within.js';
 
-export const adminToken = 'test-admin-token';
+export const adminToken = 'test-admin-token-of-32-characters';
 export const writeKey = 'test-write-key';
 export const secret = 'test-shared-secret';
+
+/** Longest a request to the test server may take before the test fails instead of hanging. */
+const REQUEST_DEADLINE_MS = 30_000;
+/** Longest a stop may take: the worker's grace for running sends (10 s) and some margin. */
+const STOP_DEADLINE_MS = 30_000;
 
 /** A config object for tests: one source `app` and whatever destinations the test names. */
 export function testConfig(destinations: unknown[], extra: Record<string, unknown> = {}): FerryConfig {
@@ -59,7 +65,7 @@ export async function startFerry(config: FerryConfig, options: Partial<FerryOpti
     logger: pino({ level: process.env['FERRY_LOG_LEVEL'] ?? 'silent' }),
     ...options,
   });
-  const url = await ferry.start(0, '127.0.0.1');
+  const url = await within(REQUEST_DEADLINE_MS, 'the test server to start', ferry.start(0, '127.0.0.1'));
   return {
     ferry,
     url,
@@ -73,7 +79,7 @@ export async function startFerry(config: FerryConfig, options: Partial<FerryOpti
         payload = gzipSync(payload);
         headers['content-encoding'] = 'gzip';
       }
-      const res = await fetch(url + path, { method: 'POST', headers, body: payload });
+      const res = await fetch(url + path, { method: 'POST', headers, body: payload, signal: AbortSignal.timeout(REQUEST_DEADLINE_MS) });
       const text = await res.text();
       return { status: res.status, json: text ? JSON.parse(text) : undefined };
     },
@@ -82,12 +88,13 @@ export async function startFerry(config: FerryConfig, options: Partial<FerryOpti
         method,
         headers: { authorization: `Bearer ${adminToken}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
         body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(REQUEST_DEADLINE_MS),
       });
       const text = await res.text();
       return { status: res.status, json: text ? JSON.parse(text) : undefined };
     },
     async stop() {
-      await ferry.stop();
+      await within(STOP_DEADLINE_MS, 'the test server to stop', ferry.stop());
       rmSync(dataDir, { recursive: true, force: true });
     },
   };

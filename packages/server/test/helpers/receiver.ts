@@ -6,6 +6,8 @@ import type { AddressInfo } from 'node:net';
 export interface Received {
   path: string;
   headers: IncomingHttpHeaders;
+  /** Header names and values as they came over the wire, names in their own case. */
+  rawHeaders: string[];
   body: Buffer;
   json: any;
 }
@@ -22,10 +24,16 @@ export interface TestReceiver {
   requests: Received[];
   /** Changes the answer for the following requests. */
   reply(r: Reply | ((req: Received) => Reply)): void;
-  /** Resolves once at least `n` requests have arrived. */
-  waitFor(n: number): Promise<Received[]>;
+  /**
+   * Resolves once at least `n` requests have arrived; rejects after `deadlineMs` (default
+   * {@link DEFAULT_WAIT_MS}) saying how many arrived of how many were awaited.
+   */
+  waitFor(n: number, deadlineMs?: number): Promise<Received[]>;
   close(): Promise<void>;
 }
+
+/** How long {@link TestReceiver.waitFor} waits by default. */
+const DEFAULT_WAIT_MS = 10_000;
 
 export async function startReceiver(initial: Reply | ((req: Received) => Reply) = { status: 200 }): Promise<TestReceiver> {
   let replyWith = initial;
@@ -43,7 +51,7 @@ export async function startReceiver(initial: Reply | ((req: Received) => Reply) 
       } catch {
         json = undefined;
       }
-      const received: Received = { path: req.url ?? '/', headers: req.headers, body, json };
+      const received: Received = { path: req.url ?? '/', headers: req.headers, rawHeaders: req.rawHeaders, body, json };
       requests.push(received);
       for (const w of [...waiters]) if (requests.length >= w.n) (waiters.splice(waiters.indexOf(w), 1), w.resolve(requests));
       const r = typeof replyWith === 'function' ? replyWith(received) : replyWith;
@@ -65,9 +73,22 @@ export async function startReceiver(initial: Reply | ((req: Received) => Reply) 
     reply(r) {
       replyWith = r;
     },
-    waitFor(n) {
+    waitFor(n, deadlineMs = DEFAULT_WAIT_MS) {
       if (requests.length >= n) return Promise.resolve(requests);
-      return new Promise((resolve) => waiters.push({ n, resolve }));
+      return new Promise((resolve, reject) => {
+        const waiter = {
+          n,
+          resolve: (r: Received[]) => {
+            clearTimeout(timer);
+            resolve(r);
+          },
+        };
+        const timer = setTimeout(() => {
+          waiters.splice(waiters.indexOf(waiter), 1);
+          reject(new Error(`the receiver got ${requests.length} of the ${n} requests awaited within ${deadlineMs} ms`));
+        }, deadlineMs);
+        waiters.push(waiter);
+      });
     },
     async close() {
       for (const res of hanging) res.destroy();

@@ -17,7 +17,8 @@ export interface FerryProcess {
 export function spawnFerry(args: string[], env: Record<string, string> = {}): FerryProcess {
   const child = spawn(process.execPath, ['--conditions=ferry-source', '--import', 'tsx', cli, ...args], {
     cwd: repoRoot,
-    env: { ...process.env, FERRY_LOG_LEVEL: 'warn', ...env },
+    // No drain unless a test asks for one (--drain-ms wins): a SIGTERM then stops at once.
+    env: { ...process.env, FERRY_LOG_LEVEL: 'warn', FERRY_DRAIN_MS: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   // Whatever happens to the test (a timeout skips its cleanup), the child dies with this process.

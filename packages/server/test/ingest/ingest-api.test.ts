@@ -3,6 +3,7 @@ import { gzipSync } from 'node:zlib';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { ManualClock } from '../../src/util/clock.js';
 import { startFerry, testConfig, webhooksDestination, writeKey, type TestFerry } from '../helpers/ferry.js';
+import { basicAuth } from '../faults/support.js';
 
 const track = (i: number, extra: Record<string, unknown> = {}) => ({ type: 'track', userId: `u${i}`, event: 'E', ...extra });
 
@@ -62,7 +63,7 @@ describe('ingestion API', () => {
 
   for (const [name, raw, headers, code, status] of [
     ['not JSON', '{"batch": [', {}, 'invalid_json', 400],
-    ['a wrong content type', '{"batch":[]}', { 'content-type': 'text/plain' }, 'unsupported_content_type', 415],
+    ['not JSON labelled text/plain', 'batch=1', { 'content-type': 'text/plain' }, 'invalid_json', 400],
     ['an unknown content encoding', '{"batch":[]}', { 'content-encoding': 'br' }, 'unsupported_content_encoding', 415],
     ['gzip that is not gzip', 'plain text', { 'content-encoding': 'gzip' }, 'invalid_gzip', 400],
     ['a batch that is not a list', '{"batch": {"a": 1}}', {}, 'invalid_batch', 400],
@@ -74,6 +75,37 @@ describe('ingestion API', () => {
       assert.equal(res.json.errors[0].code, code);
       await assertNothingStored();
     });
+  }
+
+  test('the body is read as JSON whatever its Content-Type says', async () => {
+    const labels = [
+      // RudderStack's Node SDK: gzipped JSON labelled as a form.
+      { 'content-type': 'application/x-www-form-urlencoded', gzip: true },
+      // Browsers' sendBeacon.
+      { 'content-type': 'text/plain;charset=UTF-8', gzip: false },
+      { 'content-type': 'multipart/form-data; boundary=x', gzip: false },
+      // Labels that are not media types at all.
+      { 'content-type': '', gzip: false },
+      { 'content-type': 'json', gzip: true },
+      { 'content-type': undefined, gzip: false },
+    ];
+    for (const [i, { gzip, ...label }] of labels.entries()) {
+      const headers = Object.fromEntries(Object.entries(label).filter(([, v]) => v !== undefined)) as Record<string, string>;
+      const res = await rawPost('/v1/batch', JSON.stringify({ batch: [track(i, { messageId: `ct-${i}` })] }), headers, gzip);
+      assert.equal(res.status, 200, `Content-Type ${label['content-type']}: ${JSON.stringify(res.json)}`);
+      assert.equal((await ferry.admin('GET', `/deliveries?messageId=ct-${i}`)).json.deliveries.length, 1, `ct-${i} stored and routed`);
+    }
+  });
+
+  /** A POST whose headers are exactly the given ones (fetch would add a Content-Type for a string body). */
+  async function rawPost(path: string, text: string, headers: Record<string, string>, gzip: boolean) {
+    const body = gzip ? gzipSync(text) : Buffer.from(text);
+    const res = await fetch(ferry.url + path, {
+      method: 'POST',
+      headers: { authorization: basicAuth(writeKey), ...(gzip ? { 'content-encoding': 'gzip' } : {}), ...headers },
+      body: new Blob([body]),
+    });
+    return { status: res.status, json: await res.json() };
   }
 
   test('a body over 500 KB is refused with 413', async () => {
@@ -142,6 +174,22 @@ describe('ingestion API', () => {
     const rejections = await ferry.admin('GET', '/rejections?sourceId=app&limit=7');
     assert.equal(rejections.json.recent.length, 7);
     assert.ok(rejections.json.counts.some((c: any) => c.code === 'missing_identity' && c.count >= 1));
+  });
+
+  test('numeric ids past 2^53 - 1 are rejected per message, so two users are never merged into one', async () => {
+    // Raw text: 9007199254740993 and 9007199254740992 are one number once parsed.
+    const raw = `{"batch":[
+      {"type":"identify","userId":9007199254740993,"messageId":"big-1"},
+      {"type":"identify","userId":9007199254740992,"messageId":"big-2"},
+      {"type":"identify","userId":9007199254740991,"messageId":"big-safe"}]}`;
+    const res = await ferry.send('/v1/batch', undefined, { raw });
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.json.rejected.map((r: any) => [r.index, r.code]), [
+      [0, 'unsafe_integer_id'],
+      [1, 'unsafe_integer_id'],
+    ]);
+    assert.equal((await bodyOf('big-safe')).userId, '9007199254740991');
+    assert.equal((await stored()).events, baseline.events + 1);
   });
 
   test('a single-call path answers 400 for an invalid message and stores nothing', async () => {

@@ -178,12 +178,32 @@ describe('normalizeMessage: numeric ids become strings', () => {
     ['I03 numeric groupId', { type: 'group', userId: 1, groupId: 42 }, { userId: '1', groupId: '42' }],
     ['I04 numeric previousId', { type: 'alias', userId: 2, previousId: 1 }, { userId: '2', previousId: '1' }],
     ['I05 negative and fractional ids', { type: 'identify', userId: -1.5 }, { userId: '-1.5' }],
-    ['I06 a large id keeps what JSON.parse kept', { type: 'identify', userId: 1e21 }, { userId: '1e+21' }],
+    ['I06 the largest safe integers', { type: 'group', userId: 9007199254740991, groupId: -9007199254740991 }, { userId: '9007199254740991', groupId: '-9007199254740991' }],
   ];
   for (const [name, raw, expected] of cases) {
     test(name, () => {
       const message = ok(raw);
       for (const [key, value] of Object.entries(expected)) assert.equal(message[key], value, key);
+    });
+  }
+});
+
+describe('normalizeMessage: a numeric id JSON.parse may have rounded is rejected, not merged with another', () => {
+  // Parsed from the wire: 9007199254740993 and 9007199254740992 both become 2^53.
+  const [sent, neighbour] = JSON.parse('[9007199254740993, 9007199254740992]') as number[];
+  assert.equal(sent, neighbour, 'the premise: JSON.parse made the two ids one number');
+  const cases: [string, Record<string, unknown>, string][] = [
+    ['U01 userId 2^53 + 1', { type: 'identify', userId: sent }, '`userId`'],
+    ['U02 userId 2^53', { type: 'identify', userId: neighbour }, '`userId`'],
+    ['U03 anonymousId below -(2^53 - 1)', { type: 'identify', anonymousId: -(2 ** 53) }, '`anonymousId`'],
+    ['U04 groupId 1e21', { type: 'group', userId: 'u1', groupId: 1e21 }, '`groupId`'],
+    ['U05 previousId 2^64', { type: 'alias', userId: 'u1', previousId: 2 ** 64 }, '`previousId`'],
+  ];
+  for (const [name, raw, fragment] of cases) {
+    test(name, () => {
+      const result = rejected(raw);
+      assert.equal(result.code, 'unsafe_integer_id');
+      assert.ok(result.message.includes(fragment), result.message);
     });
   }
 });

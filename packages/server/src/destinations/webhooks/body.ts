@@ -2,12 +2,13 @@
  * The exact JSON the Webhooks destination sends for each call type. The string returned is
  * what gets signed and sent, byte for byte; `docs/webhook-bodies.md` shows every body.
  *
- * A body holds exactly the spec's fields plus `messageId` (receivers deduplicate with it),
- * `anonymousId` when the call had one, and `name`/`category` on page and `properties` on
- * screen when the call had them. Internal fields (receivedAt, originalTimestamp, sentAt,
- * integrations, the client's unknown members) never leave Ferry. Members appear in the
- * order of the body types in `@ferry/webhooks`: version, type, userId, anonymousId,
- * messageId, timestamp, context, then the type's own members.
+ * A body holds exactly the spec's fields plus `messageId` (with the `X-Ferry-Source` header,
+ * the key receivers deduplicate on), `anonymousId` when the call had one, and `name` and
+ * `category` (page and screen) and screen `properties` when the call had them. Internal
+ * fields (receivedAt, originalTimestamp, sentAt, integrations, the client's unknown members)
+ * never leave Ferry. Members appear in the order of the body types in `@ferry/webhooks`:
+ * version, type, userId, anonymousId, messageId, timestamp, context, then the type's own
+ * members.
  */
 import type {
   AliasBody,
@@ -47,6 +48,7 @@ export function buildWebhookBody(message: NormalizedMessage): string {
       const body = { version: 1, type: 'screen' } as ScreenBody;
       addIdentity(body, userId, anonymousId, messageId, timestamp, context);
       if (message.name !== undefined) body.name = message.name;
+      if (message.category !== undefined) body.category = message.category;
       if (message.properties !== undefined) body.properties = message.properties;
       return JSON.stringify(body);
     }

@@ -6,7 +6,7 @@
 import { isIP } from 'node:net';
 import { rootCertificates } from 'node:tls';
 import { Agent, type Dispatcher } from 'undici';
-import { systemClock, type Clock } from '../../util/clock.js';
+import { systemClock, systemTimers, type Clock, type TimerHandle, type Timers } from '../../util/clock.js';
 import type { ErrorClass } from '../../model/attempt.js';
 import type { SendRequest, SendResult, WebhookSender } from './sender.js';
 import { createGuardedLookup, refusalReason, SSRF_REFUSED, type NetworkPolicy } from './ssrf-guard.js';
@@ -22,6 +22,11 @@ export interface HttpSenderOptions extends NetworkPolicy {
   connectionsPerOrigin?: number;
   /** Source of `startedAtMs`, `latencyMs` and the reference time for `Retry-After` dates. */
   clock?: Clock;
+  /**
+   * The timers of the time limits (`timeoutMs`, the response body's wait). Default Node's;
+   * tests pass a manual clock's, so that a limit is reached when the test moves that clock.
+   */
+  timers?: Timers;
   /**
    * After the response head, how long the body may take to arrive (capped by the request's
    * `timeoutMs`); past it the status stands and the socket is dropped. Default
@@ -87,7 +92,7 @@ const TLS_CODE = /^(ERR_TLS_|ERR_SSL_|ERR_OSSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_SELF
  * const sender = createHttpSender({ allowPrivateNetworks: false, allowedNetworks: [] });
  * const result = await sender.send({
  *   url: 'https://hooks.example.com/ferry',
- *   headers: { 'content-type': 'application/json', 'user-agent': 'Ferry/0.1.0' },
+ *   headers: { 'Content-Type': 'application/json', 'User-Agent': 'Ferry/0.1.0' },
  *   body: Buffer.from('{"version":1,"type":"track"}'),
  *   timeoutMs: 5000,
  * });
@@ -97,6 +102,7 @@ const TLS_CODE = /^(ERR_TLS_|ERR_SSL_|ERR_OSSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_SELF
  */
 export function createHttpSender(options: HttpSenderOptions): WebhookSender {
   const clock = options.clock ?? systemClock;
+  const timers = options.timers ?? systemTimers;
   const policy: NetworkPolicy = {
     allowPrivateNetworks: options.allowPrivateNetworks,
     allowedNetworks: [...options.allowedNetworks],
@@ -140,7 +146,7 @@ export function createHttpSender(options: HttpSenderOptions): WebhookSender {
     if (typeof target === 'string') return fail('invalid_url', target);
     if (target.refusal !== undefined) return fail('ssrf', `refused to connect to ${target.address}: ${target.refusal}`);
 
-    return exchange(agent, target, request, startedAtMs, clock, bodyWaitMs);
+    return exchange(agent, target, request, startedAtMs, clock, timers, bodyWaitMs);
   }
 
   return {
@@ -256,6 +262,7 @@ function exchange(
   request: SendRequest,
   startedAtMs: number,
   clock: Clock,
+  timers: Timers,
   bodyWaitMs: number,
 ): Promise<SendResult> {
   return new Promise<SendResult>((resolve) => {
@@ -272,7 +279,7 @@ function exchange(
     const finish = (): void => {
       if (done) return;
       done = true;
-      clearTimeout(timer);
+      timers.clearTimeout(timer);
       if (statusCode === undefined) return;
       const result: SendResult = { url: request.url, startedAtMs, latencyMs, statusCode };
       if (keptBytes > 0) {
@@ -295,7 +302,7 @@ function exchange(
     const fail = (errorClass: ErrorClass, errorMessage: string): void => {
       if (done) return;
       done = true;
-      clearTimeout(timer);
+      timers.clearTimeout(timer);
       resolve({ url: request.url, startedAtMs, latencyMs: clock.now() - startedAtMs, errorClass, errorMessage });
     };
     const giveUp = (): void => {
@@ -305,7 +312,7 @@ function exchange(
       else finish();
       abort?.(Object.assign(new Error('the webhook exchange ran out of time'), { name: 'TimeoutError', code: 'ETIMEDOUT' }));
     };
-    let timer = setTimeout(giveUp, request.timeoutMs);
+    let timer: TimerHandle = timers.setTimeout(giveUp, request.timeoutMs);
 
     const handler = {
       onConnect(abortRequest: (reason: Error) => void) {
@@ -317,11 +324,11 @@ function exchange(
         statusCode = code;
         rawHeaders = headers;
         latencyMs = clock.now() - startedAtMs;
-        clearTimeout(timer);
+        timers.clearTimeout(timer);
         // A small body usually arrives with the head, in the same parser pass: the body's
         // own deadline is only set if it is still missing once that pass is over.
         queueMicrotask(() => {
-          if (!done) timer = setTimeout(giveUp, Math.min(bodyWaitMs, request.timeoutMs));
+          if (!done) timer = timers.setTimeout(giveUp, Math.min(bodyWaitMs, request.timeoutMs));
         });
         return true;
       },
@@ -358,7 +365,6 @@ function exchange(
           method: 'POST',
           headers: transportHeaders(request.headers),
           body: request.body,
-          headersTimeout: request.timeoutMs,
         },
         handler,
       );

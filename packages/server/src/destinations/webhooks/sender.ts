@@ -8,7 +8,7 @@ import type { ErrorClass } from '../../model/attempt.js';
 /** One POST to one URL. */
 export interface SendRequest {
   url: string;
-  /** Final header set, already including Content-Type, User-Agent, X-Signature and static headers. */
+  /** Final header set, already including Content-Type, User-Agent, X-Signature, X-Ferry-Source and static headers. */
   headers: Record<string, string>;
   /** The exact bytes to send. */
   body: Buffer;

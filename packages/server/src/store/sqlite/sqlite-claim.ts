@@ -8,10 +8,10 @@ import type { WriteProbe } from './write-probe.js';
 const FULL_READ_EVERY = 8;
 
 /** A claimed row with its place in the due index: {@link claimColumns}, then next_attempt_at. */
-type DueClaimTuple = ClaimTuple & { readonly 10: number };
+type DueClaimTuple = ClaimTuple & { readonly 11: number };
 
 /** Whether a row comes after (due, id) in the due index's order. */
-const laterInLine = (row: DueClaimTuple, due: number, id: number): boolean => row[10] > due || (row[10] === due && row[0] > id);
+const laterInLine = (row: DueClaimTuple, due: number, id: number): boolean => row[11] > due || (row[11] === due && row[0] > id);
 
 /**
  * A claim that reads on from the last job claimed, (due, id): the rest of that due time by id,
@@ -117,9 +117,9 @@ export class SqliteClaims {
     // due time, and those would wait for the next read from the start: the cursor must still
     // be the furthest job claimed.
     let last: DueClaimTuple | undefined;
-    for (const row of rows) if (!last || laterInLine(row, last[10], last[0])) last = row;
+    for (const row of rows) if (!last || laterInLine(row, last[11], last[0])) last = row;
     if (last && (!cursor || laterInLine(last, cursor.due, cursor.id)))
-      this.leases.setCursor(destinationId, { due: last[10], id: last[0], after: cursor?.after ?? 0 });
+      this.leases.setCursor(destinationId, { due: last[11], id: last[0], after: cursor?.after ?? 0 });
     else if (!cursor) this.leases.dropCursor(destinationId);
     return rows.map(toClaimed);
   }

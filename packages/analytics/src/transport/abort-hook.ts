@@ -1,0 +1,14 @@
+import type { TransportRequest } from './transport.js';
+
+/**
+ * Key under which the client gives the requests it makes a cheaper way to follow an attempt's
+ * abort than `signal`: the built-in transport uses it, so the AbortSignal is never created.
+ * Other transports read `signal` as usual. Not exported from the package.
+ */
+export const onAbortKey: unique symbol = Symbol('@ferry/analytics onAbort');
+
+/** A request as the client makes it. */
+export interface HookedRequest extends TransportRequest {
+  /** Runs `fn` when the attempt is aborted (at once if it already is); returns its remover. */
+  [onAbortKey]?: (fn: () => void) => () => void;
+}

@@ -1,0 +1,50 @@
+import type { FastifyInstance } from 'fastify';
+import type { AudienceStore } from '../store/audience-store.js';
+import type { AudienceSync } from '../audiences/audience-sync.js';
+import { FerryError } from '../errors/error-codes.js';
+import { requireAdminToken } from './admin-auth.js';
+import { audienceRoutes } from './audience-routes.js';
+import { adminRoutes, type AdminDeps } from './routes.js';
+import { refuseUnknownKeys } from './unknown-keys.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Query parameters an admin route accepts; any other is refused with `unknown_parameter`. None when absent. */
+    query?: readonly string[];
+  }
+}
+
+/** What the whole admin surface needs: the admin routes' dependencies, plus audiences where the store has them. */
+export interface AdminApiDeps extends AdminDeps {
+  audiences?: { store: AudienceStore; sync: AudienceSync };
+}
+
+/**
+ * Everything under `/admin`: the token is checked before anything else, unknown paths
+ * included, so that the admin surface cannot be mapped without it (an unknown path answers
+ * 404 only to a caller holding the token). A query parameter a route does not list in its
+ * `config.query` is refused, on every route.
+ */
+export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps): Promise<void> {
+  await app.register(
+    async (admin) => {
+      admin.addHook('onRequest', requireAdminToken(deps.adminTokenHash));
+      admin.addHook('preValidation', async (request) => {
+        if (!request.is404) refuseUnknownKeys(request.query as object, request.routeOptions.config.query ?? [], 'query parameter');
+      });
+      // The media type of RFC 7396, which PATCH /destinations/{id} implements; read as JSON.
+      admin.addContentTypeParser('application/merge-patch+json', { parseAs: 'string' }, admin.getDefaultJsonParser('error', 'error'));
+      admin.setNotFoundHandler((request, reply) =>
+        reply.code(404).send(new FerryError('not_found', `no route ${request.method} ${request.url.split('?')[0]}`).toBody()),
+      );
+      await admin.register(
+        async (v1) => {
+          await adminRoutes(v1, deps);
+          if (deps.audiences) await audienceRoutes(v1, { audiences: deps.audiences.store, sync: deps.audiences.sync, catalog: deps.catalog, clock: deps.clock });
+        },
+        { prefix: '/v1' },
+      );
+    },
+    { prefix: '/admin' },
+  );
+}

@@ -1,0 +1,86 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { FerryError } from '../errors/error-codes.js';
+
+/** How a server stops; see {@link Lifecycle.stop}. */
+export interface StopOptions {
+  /**
+   * The least time, in ms, the listener stays open after the stop begins, answering new
+   * requests 503 `shutting_down` (with `Connection: close`) while readiness fails, so that a
+   * load balancer notices and clients get an answer they retry rather than a refused
+   * connection. Default 0 (the listener closes once the work in flight is done).
+   */
+  drainMs?: number;
+}
+
+/** What a stop shuts down, in this order. */
+export interface LifecycleParts {
+  app: FastifyInstance;
+  /** Stops claiming, lets attempts in flight finish (bounded), hands back what it holds. */
+  worker: { stop(): Promise<void> };
+  audiences: { stop(): Promise<void> } | undefined;
+  /** Deletion requests in progress. */
+  regulations: { idle(): Promise<void> };
+  sender: { close(): Promise<void> };
+  store: { close(): Promise<void> };
+  /** Stops timers of the server's own (say, catalog reloads) as the stop begins. */
+  onStopping?: () => void;
+}
+
+/** Paths that answer during the drain: the load balancer must see readiness fail, and liveness hold. */
+const healthPaths = /^\/health(\/ready)?(\?|$)/;
+
+/**
+ * The drain and stop of a server: from the first moment of a stop, readiness fails and new
+ * requests are refused with 503 on an open listener; attempts and requests in flight finish;
+ * then the listener, the worker's connections and the store close.
+ */
+export class Lifecycle {
+  private stopping: Promise<void> | undefined;
+  private drainStarted = false;
+
+  constructor(private readonly parts: LifecycleParts) {}
+
+  /** True from the first moment of a stop. */
+  get draining(): boolean {
+    return this.drainStarted;
+  }
+
+  /** An `onRequest` hook to register before any other: refuses new requests during the drain, the health checks excepted. */
+  readonly refuseWhileDraining = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    if (!this.drainStarted || healthPaths.test(request.url)) return;
+    return reply.code(503).header('connection', 'close').send(new FerryError('shutting_down').toBody());
+  };
+
+  /**
+   * Drains, then stops: new requests get 503 at once; the listener stays open until every
+   * attempt in flight has finished (the worker gives them up to 10 s, then hands their jobs
+   * back) and at least `drainMs` has passed; then it closes, finishing the requests in
+   * progress, and deletion requests, the webhook sender and the store follow. Every step runs
+   * even if one before it failed, so connections are always closed; the first error is
+   * rethrown. Calling it again returns the same stop.
+   */
+  stop(options: StopOptions = {}): Promise<void> {
+    this.stopping ??= this.run(options.drainMs ?? 0);
+    return this.stopping;
+  }
+
+  private async run(drainMs: number): Promise<void> {
+    this.drainStarted = true;
+    this.parts.onStopping?.();
+    const errors: unknown[] = [];
+    const step = async (fn: () => Promise<unknown> | undefined) => {
+      try {
+        await fn();
+      } catch (error) {
+        errors.push(error);
+      }
+    };
+    await Promise.all([step(() => this.parts.audiences?.stop()), step(() => this.parts.worker.stop()), drainMs > 0 ? delay(drainMs) : undefined]);
+    await step(() => this.parts.app.close());
+    await step(() => this.parts.regulations.idle());
+    await step(() => this.parts.sender.close());
+    await step(() => this.parts.store.close());
+    if (errors.length > 0) throw errors[0];
+  }
+}

@@ -1,0 +1,104 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ManualClock } from '../../src/util/clock.js';
+import { RepeatedErrorLog } from '../../src/util/repeated-error-log.js';
+import { capturedLogger } from '../helpers/captured-logger.js';
+
+/** A RepeatedErrorLog on a manual clock whose log lines are kept as parsed JSON. */
+function setup(intervalMs = 60_000) {
+  const clock = new ManualClock();
+  const { lines, logger } = capturedLogger();
+  const log = new RepeatedErrorLog({ logger, clock, intervalMs, message: 'claim failed', recoveredMessage: 'claims work again' });
+  return { clock, lines, log };
+}
+
+const diskFull = () => Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+
+describe('RepeatedErrorLog', () => {
+  test('R01 the first occurrence is logged in full, stack included', () => {
+    const { lines, log } = setup();
+    log.report(diskFull(), { destinationId: 'd1' });
+    assert.equal(lines.length, 1);
+    assert.equal(lines[0]!.msg, 'claim failed');
+    assert.equal(lines[0]!.err.code, 'SQLITE_FULL');
+    assert.match(lines[0]!.err.stack, /database or disk is full\n\s+at /);
+    assert.equal(lines[0]!.destinationId, 'd1');
+  });
+
+  test('R02 the same error four times a second for a minute: the first line, then one line with the count', () => {
+    const { clock, lines, log } = setup();
+    for (let i = 0; i < 240; i++) {
+      log.report(diskFull());
+      clock.advance(250);
+    }
+    // 240 reports over 59,750 ms: the interval is not over yet.
+    assert.equal(lines.length, 1);
+    log.report(diskFull());
+    assert.equal(lines.length, 2);
+    assert.equal(lines[1]!.msg, 'claim failed; the same error repeated 240 times in the last 60 s');
+    assert.equal(lines[1]!.repeats, 240);
+    assert.equal(lines[1]!.error, 'database or disk is full');
+    assert.equal(lines[1]!.err, undefined, 'no stack on a repeat line');
+  });
+
+  test('R03 one repeat line per interval while it lasts', () => {
+    const { clock, lines, log } = setup(10_000);
+    log.report(diskFull());
+    for (let i = 0; i < 30; i++) {
+      clock.advance(1000);
+      log.report(diskFull());
+    }
+    assert.deepEqual(
+      lines.map((l) => l.repeats),
+      [undefined, 10, 10, 10],
+    );
+  });
+
+  test('R04 a different error is logged in full at once, after the count of the one before', () => {
+    const { clock, lines, log } = setup();
+    log.report(diskFull());
+    log.report(diskFull());
+    clock.advance(5000);
+    log.report(Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' }));
+    assert.deepEqual(
+      lines.map((l) => l.msg),
+      ['claim failed', 'claim failed; the same error repeated 1 time in the last 5 s', 'claim failed'],
+    );
+    assert.equal(lines[2]!.err.code, 'SQLITE_BUSY');
+  });
+
+  test('R05 an error with the same message and another code is another error', () => {
+    const { lines, log } = setup();
+    log.report(diskFull());
+    log.report(Object.assign(new Error('database or disk is full'), { code: 'SQLITE_IOERR' }));
+    assert.equal(lines.length, 2);
+    assert.equal(lines[1]!.err.code, 'SQLITE_IOERR');
+  });
+
+  test('R06 recovery reports the repeats left and says so; the next error is logged in full again', () => {
+    const { clock, lines, log } = setup();
+    log.report(diskFull());
+    log.report(diskFull());
+    log.report(diskFull());
+    clock.advance(2000);
+    log.resolved();
+    assert.deepEqual(
+      lines.map((l) => [l.level, l.msg]),
+      [
+        [50, 'claim failed'],
+        [50, 'claim failed; the same error repeated 2 times in the last 2 s'],
+        [30, 'claims work again'],
+      ],
+    );
+    log.report(diskFull());
+    assert.equal(lines.length, 4);
+    assert.ok(lines[3]!.err.stack);
+  });
+
+  test('R07 success without an error before it logs nothing', () => {
+    const { lines, log } = setup();
+    log.resolved();
+    log.resolved();
+    assert.deepEqual(lines, []);
+  });
+});
