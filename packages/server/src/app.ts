@@ -1,27 +1,27 @@
-import { randomBytes } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
-import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { registerAdminApi } from './admin/admin-api.js';
-import { assertStrongAdminToken, hashToken } from './admin/admin-auth.js';
+import { assertStrongAdminToken } from './admin/admin-auth.js';
+import { adminTokenInForce } from './admin/admin-token.js';
 import { AudienceSync } from './audiences/audience-sync.js';
-import { defaultHttpServerSettings, type HttpServerSettings } from './config/defaults.js';
+import { defaultHttpServerSettings, defaultProcessSettings, type HttpServerSettings } from './config/defaults.js';
 import type { FerryConfig } from './config/model.js';
 import { createHttpSender } from './destinations/webhooks/http-sender.js';
 import type { WebhookSender } from './destinations/webhooks/sender.js';
 import { DeliveryWorker } from './delivery/worker.js';
-import { FerryError } from './errors/error-codes.js';
-import { isClientAbort } from './ingest/client-abort.js';
-import { limitConnectionsPerAddress } from './ingest/connections-per-address.js';
-import { httpLimitsFromEnv } from './ingest/http-limits-from-env.js';
+import { EventBus } from './events/event-bus.js';
+import { forwardWorkerEvents } from './events/worker-events.js';
+import { logEvents } from './events/log-subscriber.js';
+import { guardBodyDeadlines } from './http/body-deadline.js';
+import { answerErrors } from './http/error-answers.js';
+import { createHttpServer } from './http/http-server.js';
 import { ingestRoutes } from './ingest/routes.js';
 import { healthRoutes } from './lifecycle/health-routes.js';
 import { Lifecycle, type StopOptions } from './lifecycle/lifecycle.js';
 import { RegulationRunner } from './regulations/regulation-runner.js';
 import { Catalog } from './routing/catalog.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
-import { isStoreFailure } from './store/store-failure.js';
 import type { Store } from './store/store.js';
 import { systemClock, type Clock } from './util/clock.js';
 
@@ -44,8 +44,12 @@ export interface FerryOptions {
   random?: () => number;
   /** Transport of webhook requests. Default: the undici sender behind the SSRF guard. */
   sender?: WebhookSender;
-  /** Where logs go. Default: pino on stdout at `FERRY_LOG_LEVEL` (info). */
+  /** Where logs go. Default: pino on stdout at `logLevel`. */
   logger?: Logger;
+  /** The level of the default logger (`ferry serve`: `FERRY_LOG_LEVEL`). Default `info`. */
+  logLevel?: string;
+  /** Behind a reverse proxy: the client address (`context.ip`) is read from `X-Forwarded-For` (`ferry serve`: `FERRY_TRUST_PROXY`). Default false. */
+  trustProxy?: boolean;
   /** Extra CA certificates trusted for HTTPS webhooks (besides the system's and NODE_EXTRA_CA_CERTS). */
   ca?: string | Buffer | Array<string | Buffer>;
   /**
@@ -53,7 +57,7 @@ export interface FerryOptions {
    * another node take effect here. Default 5000 ms on PostgreSQL; SQLite has one process.
    */
   catalogRefreshMs?: number;
-  /** Limits against slow, idle and greedy clients; defaults in `config/defaults.ts`, over which the environment's are applied. */
+  /** Limits against slow, idle and greedy clients, over the defaults of `config/defaults.ts` (`ferry serve` passes the environment's). */
   http?: Partial<HttpServerSettings>;
   /** Start the delivery loop with `start()`. Tests that drive the worker by hand turn it off. Default true. */
   deliver?: boolean;
@@ -69,9 +73,16 @@ export interface Ferry {
   readonly worker: DeliveryWorker;
   /** Carries out deletion requests. */
   readonly regulations: RegulationRunner;
-  /** Audience and computed-trait sync; undefined on a store with no audience store (neither SQLite nor PostgreSQL). */
-  readonly audiences: AudienceSync | undefined;
+  /** Audience and computed-trait sync. */
+  readonly audiences: AudienceSync;
   readonly logger: Logger;
+  /**
+   * What happens in this server, as it happens: every event of the catalogue
+   * (`events/catalogue.ts`: `ingest:accepted`, `delivery:succeeded`, `regulation:done`...),
+   * for metrics, dashboards and tests to subscribe to. Listeners run synchronously in the
+   * stage that emits, so they must be quick.
+   */
+  readonly events: EventBus;
   /** Set when no token was given and a new one was made; shown once to the operator. */
   readonly generatedAdminToken: string | undefined;
   /** Listens on the port (0: any free one) and starts delivering; resolves with the base URL. */
@@ -84,64 +95,30 @@ export interface Ferry {
   stop(options?: StopOptions): Promise<void>;
 }
 
-const adminTokenSetting = 'admin_token_sha256';
-
 /**
- * Node's request timeout does not cut off a body that trickles in after the head, so each
- * request with a body gets its own deadline: past it the client is answered 408 and dropped.
+ * Builds a Ferry server: store, catalog, ingestion and admin HTTP API, delivery worker,
+ * deletion requests and audiences, all reporting to one event bus. It reads no environment:
+ * `ferry serve` reads it (`cli/settings.ts`) and passes what it found.
  */
-function guardBodyDeadline(raw: IncomingMessage, response: ServerResponse, bodyTimeoutMs: number): void {
-  const timer = setTimeout(() => {
-    // An answer already on its way (say an early 413) is left alone: never a second response.
-    if (raw.complete || response.headersSent || raw.socket.destroyed) return;
-    const body = JSON.stringify(new FerryError('request_timeout', `the request body was not received within ${bodyTimeoutMs} ms`).toBody());
-    raw.socket.end(
-      `HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-    );
-    raw.socket.destroySoon();
-  }, bodyTimeoutMs);
-  const clear = () => clearTimeout(timer);
-  raw.once('end', clear);
-  raw.once('close', clear);
-  // A request answered before its body was read (a refused key) never ends nor closes itself.
-  response.once('close', clear);
-}
-
-/** Builds a Ferry server: store, catalog, ingestion and admin HTTP API, delivery worker. */
 export async function createFerry(options: FerryOptions): Promise<Ferry> {
   const clock = options.clock ?? systemClock;
-  // First, so that a bad limit in the environment stops the start before the store is opened.
-  const limits: HttpServerSettings = { ...defaultHttpServerSettings, ...httpLimitsFromEnv(process.env), ...options.http };
+  const limits: HttpServerSettings = { ...defaultHttpServerSettings, ...options.http };
   const logger =
     options.logger ??
     pino({
-      level: process.env['FERRY_LOG_LEVEL'] || 'info',
+      level: options.logLevel ?? defaultProcessSettings.logLevel,
       redact: { paths: ['req.headers.authorization', '*.writeKey', '*.sharedSecret', 'headers.authorization'], censor: '[redacted]' },
     });
+  const events = new EventBus((err, name) => logger.error({ err, event: name }, 'an event listener failed'));
+  logEvents(events, logger);
   const { config } = options;
   const givenToken = options.adminToken?.trim();
+  // Before the store is opened: a weak token stops the start with nothing created.
   if (givenToken !== undefined) assertStrongAdminToken(givenToken);
-  const store = options.store ?? new SqliteStore({ path: join(options.dataDir ?? './.ferry', 'ferry.db') });
+  const store = options.store ?? new SqliteStore({ path: join(options.dataDir ?? defaultProcessSettings.dataDir, 'ferry.db') });
   const catalog = new Catalog(store, clock);
   await catalog.init({ sources: config.sources, destinations: config.destinations });
-
-  let generatedAdminToken: string | undefined;
-  let adminTokenHash: Buffer;
-  if (givenToken) {
-    adminTokenHash = hashToken(givenToken);
-    // A token set by the operator retires a generated one (perhaps leaked): unsetting it
-    // later makes a new token, never brings the old one back.
-    await store.setSetting(adminTokenSetting, '');
-  } else {
-    const stored = await store.getSetting(adminTokenSetting);
-    if (stored) {
-      adminTokenHash = Buffer.from(stored, 'hex');
-    } else {
-      generatedAdminToken = `fat_${randomBytes(24).toString('base64url')}`;
-      adminTokenHash = hashToken(generatedAdminToken);
-      await store.setSetting(adminTokenSetting, adminTokenHash.toString('hex'));
-    }
-  }
+  const adminToken = await adminTokenInForce(store, givenToken);
 
   const sender =
     options.sender ??
@@ -153,68 +130,29 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
       clock,
     });
   const worker = new DeliveryWorker({ store, catalog, sender, settings: config.delivery, clock, logger, random: options.random });
+  forwardWorkerEvents(worker, events);
   const wake = () => worker.wake();
-  const regulations = new RegulationRunner({ store, catalog, clock, logger, onQueued: wake });
-  const audienceStore = store.audiences;
-  const audiences = audienceStore
-    ? new AudienceSync({ audiences: audienceStore, catalog, clock, logger, settings: config.audiences, onQueued: wake })
-    : undefined;
+  const regulations = new RegulationRunner({ store, catalog, clock, logger, onQueued: wake, events });
+  const audiences = new AudienceSync({ audiences: store.audiences, catalog, clock, logger, settings: config.audiences, onQueued: wake, events });
 
-  const app = Fastify({
-    logger: false,
-    // Slow or idle clients must not hold sockets forever (slowloris); real clients finish far sooner.
-    requestTimeout: limits.requestTimeoutMs,
-    keepAliveTimeout: limits.keepAliveTimeoutMs,
-    http: { headersTimeout: limits.headersTimeoutMs, connectionsCheckingInterval: limits.connectionsCheckingIntervalMs },
-    bodyLimit: 1024 * 1024,
-    // The lifecycle's own 503 answers in the error format while stopping.
-    return503OnClosing: false,
-    // Behind a reverse proxy, FERRY_TRUST_PROXY=1 takes the client address from X-Forwarded-For (context.ip).
-    trustProxy: ['1', 'true', 'yes'].includes((process.env['FERRY_TRUST_PROXY'] ?? '').toLowerCase()),
-  });
-  app.server.maxConnections = limits.maxConnections;
-  limitConnectionsPerAddress(app.server, limits.maxConnectionsPerAddress, logger);
+  const app = createHttpServer({ limits, trustProxy: options.trustProxy ?? false, logger });
   let catalogTimer: NodeJS.Timeout | undefined;
-  const lifecycle = new Lifecycle({ app, worker, audiences, regulations, sender, store, onStopping: () => clearInterval(catalogTimer) });
+  const lifecycle = new Lifecycle({ app, worker, audiences, regulations, sender, store, events, onStopping: () => clearInterval(catalogTimer) });
   app.addHook('onRequest', lifecycle.refuseWhileDraining);
-  app.addHook('onRequest', async (request, reply) => {
-    if (!request.raw.complete) guardBodyDeadline(request.raw, reply.raw, limits.bodyTimeoutMs);
-  });
-  app.setErrorHandler((error: FastifyError | FerryError, request, reply) => {
-    if (error instanceof FerryError) return reply.code(error.status).send(error.toBody());
-    // A hang-up mid-body also surfaces as ECONNRESET: the client's doing, not an outage. No one is left to read the answer.
-    if (isClientAbort(request.raw)) {
-      logger.info({ url: request.url }, 'client closed the connection before sending its whole request');
-      return reply.code(400).send(new FerryError('bad_request', 'the request ended before its body was complete').toBody());
-    }
-    if (isStoreFailure(error)) {
-      logger.error({ err: error, url: request.url }, 'store unavailable; answered 503');
-      return reply.code(503).send(new FerryError('store_unavailable').toBody());
-    }
-    const status = error.statusCode ?? 500;
-    if (status >= 500) {
-      logger.error({ err: error, url: request.url }, 'request failed');
-      return reply.code(500).send(new FerryError('internal_error').toBody());
-    }
-    const code =
-      status === 413 ? 'payload_too_large' : status === 415 ? 'unsupported_content_type' : status === 408 ? 'request_timeout' : error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error instanceof SyntaxError ? 'invalid_json' : 'bad_request';
-    return reply.code(status).send(new FerryError(code, error.message).toBody());
-  });
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send(new FerryError('not_found', `no route ${request.method} ${request.url.split('?')[0]}`).toBody()),
-  );
-  await healthRoutes(app, { store, logger, draining: () => lifecycle.draining });
+  guardBodyDeadlines(app, limits.bodyTimeoutMs);
+  answerErrors(app, { logger, isStoreUnavailable: (error) => store.isUnavailable(error) });
+  await healthRoutes(app, { store, events, draining: () => lifecycle.draining });
   await app.register(async (scope) =>
-    ingestRoutes(scope, { store, catalog, clock, logger, onCommitted: wake }, { bodyBudgetBytes: limits.ingestBodyBudgetBytes }),
+    ingestRoutes(scope, { store, catalog, clock, events, onCommitted: wake }, { bodyBudgetBytes: limits.ingestBodyBudgetBytes }),
   );
   await registerAdminApi(app, {
     store,
     catalog,
     clock,
     regulations,
-    adminTokenHash,
+    adminTokenHash: adminToken.hash,
     onQueued: wake,
-    audiences: audienceStore && audiences ? { store: audienceStore, sync: audiences } : undefined,
+    audiences: { store: store.audiences, sync: audiences },
   });
 
   return {
@@ -225,7 +163,8 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     regulations,
     audiences,
     logger,
-    generatedAdminToken,
+    events,
+    generatedAdminToken: adminToken.generated,
     async start(port, host = '127.0.0.1') {
       const address = await app.listen({ port, host });
       await regulations.resumePending();
@@ -238,7 +177,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
       }
       if (options.deliver !== false) {
         worker.start();
-        audiences?.start();
+        audiences.start();
       }
       return address.replace('[::1]', 'localhost');
     },

@@ -14,9 +14,9 @@ declare module 'fastify' {
   }
 }
 
-/** What the whole admin surface needs: the admin routes' dependencies, plus audiences where the store has them. */
+/** What the whole admin surface needs: the admin routes' dependencies, plus audiences. */
 export interface AdminApiDeps extends AdminDeps {
-  audiences?: { store: AudienceStore; sync: AudienceSync };
+  audiences: { store: AudienceStore; sync: AudienceSync };
 }
 
 /**
@@ -40,7 +40,7 @@ export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps)
       await admin.register(
         async (v1) => {
           await adminRoutes(v1, deps);
-          if (deps.audiences) await audienceRoutes(v1, { audiences: deps.audiences.store, sync: deps.audiences.sync, catalog: deps.catalog, clock: deps.clock });
+          await audienceRoutes(v1, { audiences: deps.audiences.store, sync: deps.audiences.sync, catalog: deps.catalog, clock: deps.clock });
         },
         { prefix: '/v1' },
       );

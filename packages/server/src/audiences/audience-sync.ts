@@ -5,6 +5,7 @@ import { buildAudienceIdentifyBody } from '../destinations/webhooks/body.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { NewDelivery } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
+import type { EventBus } from '../events/event-bus.js';
 import type { AudienceRecord, MembershipChange, SyncOutcome } from '../model/audience.js';
 import type { AudienceStore } from '../store/audience-store.js';
 import { snakeCase } from './snake-case.js';
@@ -20,6 +21,8 @@ export interface AudienceSyncOptions {
   onQueued?: () => void;
   /** Makes the messageId of one change; default `aud_` and a random UUID. */
   newMessageId?: () => string;
+  /** Told of every sync that ran (`audience:synced`). */
+  events?: EventBus;
 }
 
 /**
@@ -107,6 +110,10 @@ export class AudienceSync {
       );
     }
     if (outcome && outcome.queued > 0) this.o.onQueued?.();
+    if (outcome) {
+      const { syncCount, added, removed, changed, queued } = outcome;
+      this.o.events?.emit('audience:synced', { audienceId: id, syncCount, added, removed, changed, queued });
+    }
     return outcome;
   }
 

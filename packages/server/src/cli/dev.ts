@@ -1,5 +1,6 @@
 import { createListener, formatEvent, type ReceivedWebhook } from '@ferry/webhooks';
-import { displayUrl, resolveServeSettings, startFromSettings } from './serve.js';
+import { displayUrl, startFromSettings } from './serve.js';
+import { readSettings } from './settings.js';
 import { stopOnSignals } from './stop-on-signals.js';
 
 /** Options of `ferry dev`. */
@@ -19,7 +20,7 @@ export interface DevOptions {
 export async function devCommand(options: DevOptions): Promise<void> {
   const env = { ...process.env, FERRY_ALLOW_PRIVATE_NETWORKS: '1' };
   // Loopback only, and no drain: nothing balances load in front of a demo.
-  const settings = resolveServeSettings({ config: options.config, port: options.port, data: options.data, host: '127.0.0.1', drainMs: '0' }, env);
+  const settings = readSettings({ config: options.config, port: options.port, data: options.data, host: '127.0.0.1', drainMs: '0' }, env);
   const print = (line: string) => process.stdout.write(line + '\n');
 
   let firstArrival: (event: ReceivedWebhook) => void = () => {};

@@ -1,5 +1,3 @@
-import { resolve } from 'node:path';
-import { defaultProcessSettings } from '../config/defaults.js';
 import { applyEnvironment, loadConfigFile } from '../config/load.js';
 import { redactConfig } from '../config/redact.js';
 import type { FerryConfig } from '../config/model.js';
@@ -7,49 +5,27 @@ import { createFerry, type Ferry } from '../app.js';
 import { PgStore } from '../store/postgres/pg-store.js';
 import type { Store } from '../store/store.js';
 import { publicDemoKeyProblem } from './public-listener-guard.js';
+import { readSettings, type ServeFlags, type Settings } from './settings.js';
 import { stopOnSignals } from './stop-on-signals.js';
-
-/** Options of `ferry serve`, after the command line and the environment are merged. */
-export interface ServeOptions {
-  config?: string;
-  port?: string;
-  data?: string;
-  host?: string;
-  drainMs?: string;
-}
-
-/** The process settings in force: flags win over the environment, which wins over defaults. An empty variable counts as unset. */
-export function resolveServeSettings(flags: ServeOptions, env: NodeJS.ProcessEnv) {
-  const fromEnv = (name: string) => env[name] || undefined;
-  const rawPort = flags.port ?? fromEnv('PORT');
-  const port = rawPort === undefined ? defaultProcessSettings.port : Number(rawPort);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`port must be an integer from 0 to 65535 (got ${rawPort})`);
-  const rawDrain = flags.drainMs ?? fromEnv('FERRY_DRAIN_MS');
-  const drainMs = rawDrain === undefined ? defaultProcessSettings.drainMs : Number(rawDrain);
-  if (rawDrain?.trim() === '' || !Number.isInteger(drainMs) || drainMs < 0 || drainMs > 300_000)
-    throw new Error(`the drain time (--drain-ms, FERRY_DRAIN_MS) must be an integer from 0 to 300000 ms (got ${rawDrain})`);
-  return {
-    configPath: resolve(flags.config ?? fromEnv('FERRY_CONFIG') ?? defaultProcessSettings.configFile),
-    port,
-    host: flags.host ?? fromEnv('HOST') ?? defaultProcessSettings.host,
-    drainMs,
-    dataDir: resolve(flags.data ?? fromEnv('FERRY_DATA_DIR') ?? defaultProcessSettings.dataDir),
-    databaseUrl: fromEnv('DATABASE_URL'),
-    databaseSchema: fromEnv('FERRY_DATABASE_SCHEMA'),
-    adminToken: fromEnv('FERRY_ADMIN_TOKEN'),
-  };
-}
 
 /** Loads the config and starts a server the way `ferry serve` does; used by `dev` too. */
 export async function startFromSettings(
-  settings: ReturnType<typeof resolveServeSettings>,
+  settings: Settings,
   env: NodeJS.ProcessEnv,
   override?: (config: FerryConfig) => FerryConfig,
 ): Promise<{ ferry: Ferry; url: string }> {
   let config = applyEnvironment(loadConfigFile(settings.configPath, env), env);
   if (override) config = override(config);
   const store = settings.databaseUrl ? await openPostgres(settings.databaseUrl, settings.databaseSchema) : undefined;
-  const ferry = await createFerry({ config, dataDir: settings.dataDir, adminToken: settings.adminToken, store });
+  const ferry = await createFerry({
+    config,
+    dataDir: settings.dataDir,
+    adminToken: settings.adminToken,
+    store,
+    logLevel: settings.logLevel,
+    trustProxy: settings.trustProxy,
+    http: settings.http,
+  });
   ferry.logger.debug({ file: settings.configPath, config: redactConfig(config) }, 'configuration in force');
   const problem = publicDemoKeyProblem(settings.host, ferry.catalog.sources());
   if (problem) {
@@ -79,9 +55,10 @@ export function displayUrl(url: string): string {
 }
 
 /** `ferry serve`. */
-export async function serveCommand(flags: ServeOptions): Promise<void> {
-  const settings = resolveServeSettings(flags, process.env);
-  const { ferry, url } = await startFromSettings(settings, process.env);
+export async function serveCommand(flags: ServeFlags): Promise<void> {
+  const env = process.env;
+  const settings = readSettings(flags, env);
+  const { ferry, url } = await startFromSettings(settings, env);
   const print = (line: string) => process.stdout.write(line + '\n');
   // Before the banner: whoever reads it may send SIGTERM at once.
   stopOnSignals(ferry, print, settings.drainMs);

@@ -67,9 +67,9 @@ export function configFromObject(obj: unknown, label = 'config', options: Config
  * @throws ConfigError for a missing or unreadable file, an unknown extension, a syntax
  *   error (with line and column), an empty file, an unset variable or a broken rule.
  * @example
- * const config = loadConfigFile(process.env.FERRY_CONFIG ?? 'ferry.config.yaml');
+ * const config = loadConfigFile('ferry.config.yaml', { BACKEND_WRITE_KEY: 'wk-1' });
  */
-export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.env): FerryConfig {
+export function loadConfigFile(path: string, env: NodeJS.ProcessEnv): FerryConfig {
   const ext = extname(path).toLowerCase();
   if (ext !== '.yaml' && ext !== '.yml' && ext !== '.json') {
     throw new ConfigError(path, [
@@ -93,7 +93,7 @@ export function loadConfigFile(path: string, env: NodeJS.ProcessEnv = process.en
  *
  * @throws ConfigError when a variable has a value it does not understand.
  */
-export function applyEnvironment(config: FerryConfig, env: NodeJS.ProcessEnv = process.env): FerryConfig {
+export function applyEnvironment(config: FerryConfig, env: NodeJS.ProcessEnv): FerryConfig {
   const raw = env.FERRY_ALLOW_PRIVATE_NETWORKS?.trim().toLowerCase();
   if (raw === undefined || raw === '') return config;
   let allow: boolean;

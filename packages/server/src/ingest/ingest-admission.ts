@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { FerryError } from '../errors/error-codes.js';
+import type { EventBus } from '../events/event-bus.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { BodyBudget } from './body-budget.js';
 import { ingestLimits, isGzip, writeKeyFromBasicAuth } from './read-body.js';
@@ -25,16 +26,17 @@ export function bodyReservationBytes(headers: FastifyRequest['headers']): number
  * answered 503 `server_busy` with `Retry-After`. Both refusals close the connection, which
  * drops the unread body.
  *
- * A request without a Basic key is admitted to the budget: its key may be in the body.
+ * A request without a Basic key is admitted to the budget: its key may be in the body. Each
+ * refusal is told to `events` as `ingest:refused`.
  */
-export function ingestAdmission(deps: { catalog: Catalog; budget: BodyBudget }) {
+export function ingestAdmission(deps: { catalog: Catalog; budget: BodyBudget; events: EventBus }) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
     const key = writeKeyFromBasicAuth(request.headers.authorization);
-    if (key !== undefined && !deps.catalog.sourceByWriteKey(key)) return refuse(reply, new FerryError('unauthorized', 'unknown write key'));
+    if (key !== undefined && !deps.catalog.sourceByWriteKey(key)) return refuse(deps.events, reply, new FerryError('unauthorized', 'unknown write key'));
     const bytes = bodyReservationBytes(request.headers);
     if (!deps.budget.tryReserve(bytes)) {
       reply.header('retry-after', String(busyRetryAfterSeconds));
-      return refuse(reply, new FerryError('server_busy'));
+      return refuse(deps.events, reply, new FerryError('server_busy'));
     }
     // 'close' comes once, whether the answer was sent or the client went away first.
     reply.raw.once('close', () => deps.budget.release(bytes));
@@ -42,6 +44,7 @@ export function ingestAdmission(deps: { catalog: Catalog; budget: BodyBudget }) 
   };
 }
 
-function refuse(reply: FastifyReply, error: FerryError): FastifyReply {
+function refuse(events: EventBus, reply: FastifyReply, error: FerryError): FastifyReply {
+  events.emit('ingest:refused', { code: error.code, status: error.status });
   return reply.code(error.status).header('connection', 'close').send(error.toBody());
 }

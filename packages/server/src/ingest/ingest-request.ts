@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { Logger } from 'pino';
 import { buildWebhookBody } from '../destinations/webhooks/body.js';
 import { FerryError, type ErrorCode } from '../errors/error-codes.js';
+import type { EventBus } from '../events/event-bus.js';
 import type { Catalog } from '../routing/catalog.js';
 import { routeMessage } from '../routing/route.js';
 import type { NewEvent, NewRejection, Store } from '../store/store.js';
@@ -36,7 +36,8 @@ export interface IngestDeps {
   store: Store;
   catalog: Catalog;
   clock: Clock;
-  logger: Logger;
+  /** Told of every request accepted, of refused messages, and of whole requests refused. */
+  events: EventBus;
   /** Called after a commit that created delivery jobs. */
   onCommitted?: () => void;
 }
@@ -55,12 +56,12 @@ export async function ingestRequest(req: IngestRequest, deps: IngestDeps): Promi
   // for clients that send no header.
   const headerKey = writeKeyFromBasicAuth(req.headers.authorization);
   let source = headerKey === undefined ? undefined : deps.catalog.sourceByWriteKey(headerKey);
-  if (headerKey !== undefined && !source) return refusal(new FerryError('unauthorized', 'unknown write key'));
+  if (headerKey !== undefined && !source) return refusal(deps, new FerryError('unauthorized', 'unknown write key'));
   let parsed: unknown;
   try {
     parsed = await readJsonBody(req.rawBody, req.headers);
   } catch (error) {
-    if (error instanceof FerryError) return refusal(error);
+    if (error instanceof FerryError) return refusal(deps, error);
     throw error;
   }
   const envelope = readEnvelope(parsed, req.route);
@@ -68,9 +69,9 @@ export async function ingestRequest(req: IngestRequest, deps: IngestDeps): Promi
     const bodyKey = envelope.ok ? envelope.writeKey : bodyWriteKey(parsed);
     source = bodyKey === undefined ? undefined : deps.catalog.sourceByWriteKey(bodyKey);
     if (!source)
-      return refusal(new FerryError('unauthorized', bodyKey === undefined ? 'no write key: send it as the Basic auth user name' : 'unknown write key'));
+      return refusal(deps, new FerryError('unauthorized', bodyKey === undefined ? 'no write key: send it as the Basic auth user name' : 'unknown write key'));
   }
-  if (!envelope.ok) return refusal(new FerryError(envelope.code, envelope.message));
+  if (!envelope.ok) return refusal(deps, new FerryError(envelope.code, envelope.message), source.id);
 
   const destinations = deps.catalog.enabledDestinationsOf(source.id);
   const meta = { receivedAtMs, ip: req.ip, newMessageId: randomUUID };
@@ -104,12 +105,12 @@ export async function ingestRequest(req: IngestRequest, deps: IngestDeps): Promi
   try {
     const outcome = await deps.store.ingest({ receivedAtMs, events, rejections });
     if (outcome.deliveries > 0) deps.onCommitted?.();
+    if (events.length > 0) deps.events.emit('ingest:accepted', { sourceId: source.id, count: outcome.inserted, duplicates: outcome.duplicates });
   } catch (error) {
-    deps.logger.error({ err: error, sourceId: source.id }, 'ingestion commit failed; answered 503');
-    return refusal(new FerryError('store_unavailable'));
+    return refusal(deps, new FerryError('store_unavailable'), source.id, error);
   }
   if (rejected.length > 0) {
-    deps.logger.info({ sourceId: source.id, rejected: rejected.length, codes: [...new Set(rejected.map((r) => r.code))] }, 'messages rejected');
+    deps.events.emit('ingest:rejected', { sourceId: source.id, rejected: rejected.map(({ index, code }) => ({ index, code })) });
     if (single) {
       const r = rejected[0]!;
       return { status: 400, body: { success: false, errors: [{ code: r.code, message: r.message }] } };
@@ -119,7 +120,9 @@ export async function ingestRequest(req: IngestRequest, deps: IngestDeps): Promi
   return { status: 200, body: { success: true } };
 }
 
-function refusal(error: FerryError): IngestAnswer {
+/** The answer to a request refused whole, of which nothing is stored; `cause` is the store's failure. */
+function refusal(deps: IngestDeps, error: FerryError, sourceId?: string, cause?: unknown): IngestAnswer {
+  deps.events.emit('ingest:refused', { code: error.code, status: error.status, sourceId, error: cause });
   return { status: error.status, body: error.toBody() as unknown as Record<string, unknown> };
 }
 

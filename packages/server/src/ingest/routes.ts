@@ -16,7 +16,7 @@ export async function ingestRoutes(app: FastifyInstance, deps: IngestDeps, limit
   app.removeAllContentTypeParsers();
   // Raw bytes on the wire may be gzip; the decompressed limit is enforced by the pipeline.
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: ingestLimits.maxRawRequestBytes }, (_req, body, done) => done(null, body));
-  app.addHook('onRequest', ingestAdmission({ catalog: deps.catalog, budget: new BodyBudget(limits.bodyBudgetBytes) }));
+  app.addHook('onRequest', ingestAdmission({ catalog: deps.catalog, budget: new BodyBudget(limits.bodyBudgetBytes), events: deps.events }));
   // Fastify answers 415 to a Content-Type it cannot parse (an empty one, or `json`) before any
   // parser runs. Ingestion ignores the label, so it is dropped before that check.
   app.addHook('onRequest', (request, _reply, done) => {

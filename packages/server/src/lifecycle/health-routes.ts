@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import type { Logger } from 'pino';
 import { FerryError } from '../errors/error-codes.js';
+import type { EventBus } from '../events/event-bus.js';
 import type { Store } from '../store/store.js';
 import { ferryVersion } from '../util/version.js';
 
@@ -9,7 +9,8 @@ export interface HealthDeps {
   store: Pick<Store, 'kind' | 'checkReady'>;
   /** True from the first moment of a stop. */
   draining(): boolean;
-  logger: Logger;
+  /** Told when readiness finds the store unavailable (once per outage) and when it finds it back. */
+  events: EventBus;
 }
 
 /**
@@ -19,7 +20,7 @@ export interface HealthDeps {
  * `shutting_down` or `store_unavailable`. Both are open: no token.
  */
 export async function healthRoutes(app: FastifyInstance, deps: HealthDeps): Promise<void> {
-  const { store, logger } = deps;
+  const { store, events } = deps;
   let storeWasReady = true;
   app.get('/health', async () => ({ status: 'ok', version: ferryVersion, store: store.kind }));
   app.get('/health/ready', async (_request, reply) => {
@@ -27,12 +28,12 @@ export async function healthRoutes(app: FastifyInstance, deps: HealthDeps): Prom
     try {
       await store.checkReady();
     } catch (err) {
-      // Logged once per outage, not at every probe; the answer names no host or path.
-      if (storeWasReady) logger.warn({ err }, 'store not ready; /health/ready answers 503');
+      // Told once per outage, not at every probe; the answer names no host or path.
+      if (storeWasReady) events.emit('store:unavailable', { error: err });
       storeWasReady = false;
       return reply.code(503).send(new FerryError('store_unavailable', 'The store cannot be written or reached.').toBody());
     }
-    if (!storeWasReady) logger.info('store ready again');
+    if (!storeWasReady) events.emit('store:ready', {});
     storeWasReady = true;
     return { status: 'ready', version: ferryVersion, store: store.kind };
   });

@@ -1,6 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { FerryError } from '../errors/error-codes.js';
+import type { EventBus } from '../events/event-bus.js';
 
 /** How a server stops; see {@link Lifecycle.stop}. */
 export interface StopOptions {
@@ -25,6 +26,8 @@ export interface LifecycleParts {
   store: { close(): Promise<void> };
   /** Stops timers of the server's own (say, catalog reloads) as the stop begins. */
   onStopping?: () => void;
+  /** Told when the drain begins (`lifecycle:draining`) and when everything is closed (`lifecycle:stopped`). */
+  events: EventBus;
 }
 
 /** Paths that answer during the drain: the load balancer must see readiness fail, and liveness hold. */
@@ -67,6 +70,7 @@ export class Lifecycle {
 
   private async run(drainMs: number): Promise<void> {
     this.drainStarted = true;
+    this.parts.events.emit('lifecycle:draining', { drainMs });
     this.parts.onStopping?.();
     const errors: unknown[] = [];
     const step = async (fn: () => Promise<unknown> | undefined) => {
@@ -81,6 +85,7 @@ export class Lifecycle {
     await step(() => this.parts.regulations.idle());
     await step(() => this.parts.sender.close());
     await step(() => this.parts.store.close());
+    this.parts.events.emit('lifecycle:stopped', {});
     if (errors.length > 0) throw errors[0];
   }
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import type { EventBus } from '../events/event-bus.js';
 import { buildDeleteBody } from '../destinations/webhooks/body.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { AffectedSources, DeleteNotice, Regulation, Store } from '../store/store.js';
@@ -16,7 +17,7 @@ export class RegulationRunner {
   private queue: Promise<void> = Promise.resolve();
 
   constructor(
-    private readonly deps: { store: Store; catalog: Catalog; clock: Clock; logger: Logger; onQueued?: () => void },
+    private readonly deps: { store: Store; catalog: Catalog; clock: Clock; logger: Logger; onQueued?: () => void; events?: EventBus },
   ) {}
 
   /** Stores a request and schedules it; resolves with the stored (pending) request. */
@@ -71,6 +72,12 @@ export class RegulationRunner {
       { regulationId: id, eventsDeleted: done.eventsDeleted, deliveriesDeleted: done.deliveriesDeleted, notices: done.notificationsQueued },
       'deletion request carried out',
     );
+    this.deps.events?.emit('regulation:done', {
+      regulationId: id,
+      eventsDeleted: done.eventsDeleted,
+      deliveriesDeleted: done.deliveriesDeleted,
+      notices: done.notificationsQueued,
+    });
     if (done.notificationsQueued > 0) this.deps.onQueued?.();
     try {
       await store.reclaimDeleted();

@@ -39,6 +39,11 @@ export interface Store extends EventLog, DeliveryQueue, DeliveryReads, Regulatio
   readonly audiences: AudienceStore;
   stats(): Promise<StoreStats>;
   /**
+   * Whether an error this store threw means its database is unavailable (locked, full, down,
+   * unreachable) rather than a fault in Ferry: requests answer 503 `store_unavailable` for it.
+   */
+  isUnavailable(error: unknown): boolean;
+  /**
    * Resolves when the store can serve; rejects with the reason otherwise (the readiness check,
    * `GET /health/ready`). SQLite: the last write succeeded, or a test write does now.
    * PostgreSQL: the server answers a query. Cheap enough for a probe every few seconds.

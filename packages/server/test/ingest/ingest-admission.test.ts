@@ -12,7 +12,7 @@ import { Writable } from 'node:stream';
 import { describe, test, type TestContext } from 'node:test';
 import pino from 'pino';
 import { bodyReservationBytes } from '../../src/ingest/ingest-admission.js';
-import { httpLimitsFromEnv, minBodyBudgetBytes } from '../../src/ingest/http-limits-from-env.js';
+import { minBodyBudgetBytes } from '../../src/cli/settings.js';
 import type { FerryOptions } from '../../src/app.js';
 import { startFerry, testConfig, webhooksDestination, writeKey, type TestFerry } from '../helpers/ferry.js';
 import { basicAuth, within } from '../faults/support.js';
@@ -184,23 +184,6 @@ describe('connections per address', () => {
     let status = 0;
     while (status !== 200 && Date.now() < deadline) status = await healthFrom('127.0.0.1').catch(() => 0);
     assert.equal(status, 200, 'a freed slot serves the same address again');
-  });
-
-  test('the environment sets both limits; a bad value stops the start naming the variable', () => {
-    assert.deepEqual(httpLimitsFromEnv({}), {});
-    assert.deepEqual(httpLimitsFromEnv({ FERRY_MAX_CONNECTIONS_PER_ADDRESS: '0', FERRY_INGEST_BODY_BUDGET_BYTES: ' 2097152 ' }), {
-      maxConnectionsPerAddress: 0,
-      ingestBodyBudgetBytes: 2_097_152,
-    });
-    assert.deepEqual(httpLimitsFromEnv({ FERRY_MAX_CONNECTIONS_PER_ADDRESS: '', FERRY_INGEST_BODY_BUDGET_BYTES: '' }), {});
-    for (const [name, value] of [
-      ['FERRY_MAX_CONNECTIONS_PER_ADDRESS', '-1'],
-      ['FERRY_MAX_CONNECTIONS_PER_ADDRESS', '10.5'],
-      ['FERRY_MAX_CONNECTIONS_PER_ADDRESS', 'many'],
-      ['FERRY_INGEST_BODY_BUDGET_BYTES', '64MiB'],
-      ['FERRY_INGEST_BODY_BUDGET_BYTES', String(minBodyBudgetBytes - 1)],
-    ] as const)
-      assert.throws(() => httpLimitsFromEnv({ [name]: value }), new RegExp(`^Error: ${name} must be an integer`), `${name}=${value}`);
   });
 });
 

@@ -14,6 +14,7 @@ import { abandonPending, replay } from './pg-dead-letters.js';
 import { PgDeliveryReads } from './pg-delivery-reads.js';
 import { insertLoose } from './pg-delivery-rows.js';
 import { PgEventLog } from './pg-event-log.js';
+import { isPgUnavailable } from './pg-failure.js';
 import { migrate } from './pg-migrate.js';
 import { createPools, endPools, type PgPools } from './pg-pools.js';
 import { PgRegulations } from './pg-regulations.js';
@@ -41,6 +42,7 @@ const schemaName = /^[a-z_][a-z0-9_]*$/;
  */
 export class PgStore implements Store {
   readonly kind = 'postgres' as const;
+  readonly isUnavailable = isPgUnavailable;
   /**
    * A claim takes a few milliseconds (it commits durably), which a destination answering in one
    * millisecond must not spend idle: with 80 held ready, a slot found nothing ready a quarter

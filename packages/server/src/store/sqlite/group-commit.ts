@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { isStoreFailure } from '../store-failure.js';
+import { isSqliteUnavailable } from './sqlite-failure.js';
 import type { WriteProbe } from './write-probe.js';
 
 /**
@@ -105,7 +105,7 @@ export class GroupCommit {
       if (r.ok) p.resolve(r.value);
       else {
         // A lock held elsewhere or a full disk may fail each item rather than the commit.
-        if (isStoreFailure(r.error)) this.probe.commitEnded(r.error);
+        if (isSqliteUnavailable(r.error)) this.probe.commitEnded(r.error);
         p.reject(r.error);
       }
     });

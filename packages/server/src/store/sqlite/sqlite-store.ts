@@ -19,6 +19,7 @@ import { abandonPending, replay } from './sqlite-dead-letters.js';
 import { SqliteDeliveryReads } from './sqlite-delivery-reads.js';
 import { SqliteDeliveryRows } from './sqlite-delivery-rows.js';
 import { SqliteEventLog } from './sqlite-event-log.js';
+import { isSqliteUnavailable } from './sqlite-failure.js';
 import { SqliteRegulations } from './sqlite-regulations.js';
 import { WriteProbe } from './write-probe.js';
 
@@ -37,6 +38,7 @@ export interface SqliteStoreOptions {
  */
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
+  readonly isUnavailable = isSqliteUnavailable;
   /**
    * A claim is a read in this process, well under a millisecond: holding more ready gains
    * nothing, and claims of 400 doubled the median delay from ingestion to delivery at half the

@@ -1,0 +1,48 @@
+import type { DeliveryEvents } from '../delivery/worker.js';
+import type { ErrorCode } from '../errors/error-codes.js';
+
+/** What one refused message of an accepted request was refused for. */
+export interface RejectedMessage {
+  /** Its place in its batch. */
+  index: number;
+  code: ErrorCode;
+}
+
+/**
+ * Everything that happens in Ferry that another part may want to know of (logs, metrics, the
+ * dashboard's live views), by name, each with its payload. Names are `noun:verb`. The bus
+ * ({@link EventBus}) is typed by this map, so an event cannot be emitted or heard with a
+ * payload of the wrong shape.
+ */
+export interface FerryEvents {
+  /** Ingestion committed a request's messages (`ingest/`). `count` new events, `duplicates` already stored. */
+  'ingest:accepted': { sourceId: string; count: number; duplicates: number };
+  /** Some messages of an otherwise accepted request were refused, one entry each (`ingest/`); nothing of them was stored. */
+  'ingest:rejected': { sourceId: string; rejected: RejectedMessage[] };
+  /**
+   * A whole ingestion request was refused and nothing stored (`ingest/`). `sourceId` once the
+   * write key was known; `error` when the store failed (`store_unavailable`).
+   */
+  'ingest:refused': { code: ErrorCode; status: number; sourceId?: string; error?: unknown };
+  /** A deletion request was carried out (`regulations/`); counts only, never a user id. */
+  'regulation:done': { regulationId: string; eventsDeleted: number; deliveriesDeleted: number; notices: number };
+  /** An audience sync finished, with or without changes (`audiences/`). */
+  'audience:synced': { audienceId: string; syncCount: number; added: number; removed: number; changed: number; queued: number };
+  /** The readiness check found the store unavailable, once per outage (`lifecycle/health-routes.ts`). */
+  'store:unavailable': { error: unknown };
+  /** The readiness check found the store serving again after an outage (`lifecycle/health-routes.ts`). */
+  'store:ready': Record<string, never>;
+  /** A stop began: readiness fails and new requests get 503 from now on (`lifecycle/`). */
+  'lifecycle:draining': { drainMs: number };
+  /** A stop finished: the listener, the sender and the store are closed (`lifecycle/`). */
+  'lifecycle:stopped': Record<string, never>;
+  /** The worker's own events (`delivery/worker.ts`), forwarded as they are by the composition root. */
+  'delivery:succeeded': DeliveryEvents['delivery:succeeded'][0];
+  'delivery:retrying': DeliveryEvents['delivery:retrying'][0];
+  'delivery:dead': DeliveryEvents['delivery:dead'][0];
+  'delivery:lease-lost': DeliveryEvents['delivery:lease-lost'][0];
+  'worker:error': DeliveryEvents['worker:error'][0];
+}
+
+/** The name of an event of the catalogue. */
+export type FerryEventName = keyof FerryEvents;

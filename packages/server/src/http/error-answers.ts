@@ -1,0 +1,51 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { FerryError, type ErrorCode } from '../errors/error-codes.js';
+import { isClientAbort } from './client-abort.js';
+
+/** What the error answers need to know. */
+export interface ErrorAnswerDeps {
+  logger: Logger;
+  /** Whether an error means the store is unavailable (503) rather than a fault of Ferry's (500): the store's own `isUnavailable`. */
+  isStoreUnavailable(error: unknown): boolean;
+}
+
+/**
+ * Answers every error a route throws, and every unknown path, in Ferry's error format with
+ * a stable code: a `FerryError` as it says; a client that hung up mid-body 400; the store
+ * unavailable 503; Fastify's own refusals (413, 415, 408, bad JSON) with their codes; any
+ * other failure 500 `internal_error`, logged, its message never shown.
+ */
+export function answerErrors(app: FastifyInstance, deps: ErrorAnswerDeps): void {
+  const { logger } = deps;
+  app.setErrorHandler((error: FastifyError | FerryError, request, reply) => {
+    if (error instanceof FerryError) return reply.code(error.status).send(error.toBody());
+    // A hang-up mid-body also surfaces as ECONNRESET: the client's doing, not an outage. No one is left to read the answer.
+    if (isClientAbort(request.raw)) {
+      logger.info({ url: request.url }, 'client closed the connection before sending its whole request');
+      return reply.code(400).send(new FerryError('bad_request', 'the request ended before its body was complete').toBody());
+    }
+    if (deps.isStoreUnavailable(error)) {
+      logger.error({ err: error, url: request.url }, 'store unavailable; answered 503');
+      return reply.code(503).send(new FerryError('store_unavailable').toBody());
+    }
+    const status = error.statusCode ?? 500;
+    if (status >= 500) {
+      logger.error({ err: error, url: request.url }, 'request failed');
+      return reply.code(500).send(new FerryError('internal_error').toBody());
+    }
+    return reply.code(status).send(new FerryError(clientErrorCode(status, error), error.message).toBody());
+  });
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send(new FerryError('not_found', `no route ${request.method} ${request.url.split('?')[0]}`).toBody()),
+  );
+}
+
+/** The code of a 4xx Fastify raised itself. */
+function clientErrorCode(status: number, error: FastifyError): ErrorCode {
+  if (status === 413) return 'payload_too_large';
+  if (status === 415) return 'unsupported_content_type';
+  if (status === 408) return 'request_timeout';
+  if (error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || error instanceof SyntaxError) return 'invalid_json';
+  return 'bad_request';
+}

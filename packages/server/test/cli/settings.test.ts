@@ -1,0 +1,108 @@
+/**
+ * The environment is read in one place: `cli/` reads it once into validated settings, and
+ * the rest of the server is handed what it needs.
+ */
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { httpLimitsFrom, minBodyBudgetBytes, readSettings } from '../../src/cli/settings.js';
+
+const src = resolve(dirname(fileURLToPath(import.meta.url)), '../../src');
+
+function sources(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? sources(path) : name.endsWith('.ts') ? [path] : [];
+  });
+}
+
+test('nothing outside src/cli/ reads process.env', () => {
+  const readers = sources(src)
+    .filter((file) => !relative(src, file).startsWith(`cli/`))
+    .filter((file) => /process\s*(\.\s*env\b|\[\s*['"`]env['"`]\s*\])/.test(readFileSync(file, 'utf8')))
+    .map((file) => relative(src, file));
+  assert.deepEqual(readers, []);
+});
+
+describe('readSettings', () => {
+  test('defaults when nothing is set; an empty variable counts as unset', () => {
+    const settings = readSettings({}, { PORT: '', FERRY_LOG_LEVEL: '', FERRY_TRUST_PROXY: '' });
+    assert.equal(settings.port, 8080);
+    assert.equal(settings.host, '0.0.0.0');
+    assert.equal(settings.drainMs, 5000);
+    assert.equal(settings.logLevel, 'info');
+    assert.equal(settings.trustProxy, false);
+    assert.equal(settings.databaseUrl, undefined);
+    assert.deepEqual(settings.http, {});
+    assert.equal(settings.dataDir, resolve('./.ferry'));
+  });
+
+  test('the environment is read, and a flag wins over its variable', () => {
+    const env = {
+      PORT: '9001',
+      HOST: '127.0.0.2',
+      FERRY_DRAIN_MS: '10',
+      FERRY_CONFIG: 'from-env.yaml',
+      FERRY_DATA_DIR: 'env-data',
+      DATABASE_URL: 'postgres://127.0.0.1/ferry',
+      FERRY_DATABASE_SCHEMA: 'ferry_a',
+      FERRY_ADMIN_TOKEN: 'a-token-of-at-least-32-characters!',
+      FERRY_LOG_LEVEL: 'Debug',
+      FERRY_TRUST_PROXY: 'yes',
+      FERRY_MAX_CONNECTIONS_PER_ADDRESS: '7',
+    };
+    const fromEnv = readSettings({}, env);
+    assert.deepEqual(
+      { ...fromEnv },
+      {
+        configPath: resolve('from-env.yaml'),
+        port: 9001,
+        host: '127.0.0.2',
+        drainMs: 10,
+        dataDir: resolve('env-data'),
+        databaseUrl: 'postgres://127.0.0.1/ferry',
+        databaseSchema: 'ferry_a',
+        adminToken: 'a-token-of-at-least-32-characters!',
+        logLevel: 'debug',
+        trustProxy: true,
+        http: { maxConnectionsPerAddress: 7 },
+      },
+    );
+    const flagged = readSettings({ port: '9002', host: '127.0.0.3', drainMs: '0', config: 'flag.yaml', data: 'flag-data' }, env);
+    assert.deepEqual(
+      [flagged.port, flagged.host, flagged.drainMs, flagged.configPath, flagged.dataDir],
+      [9002, '127.0.0.3', 0, resolve('flag.yaml'), resolve('flag-data')],
+    );
+  });
+
+  test('a value that is not understood stops the start, naming its variable', () => {
+    for (const [env, message] of [
+      [{ PORT: 'eighty' }, /^port must be an integer from 0 to 65535 \(got eighty\)$/],
+      [{ FERRY_DRAIN_MS: '-1' }, /FERRY_DRAIN_MS\) must be an integer from 0 to 300000 ms/],
+      [{ FERRY_LOG_LEVEL: 'verbose' }, /^FERRY_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent \(got "verbose"\)$/],
+      [{ FERRY_TRUST_PROXY: 'on' }, /^FERRY_TRUST_PROXY must be 1, true, yes, 0, false or no \(got "on"\)$/],
+      [{ FERRY_INGEST_BODY_BUDGET_BYTES: '64MiB' }, /^FERRY_INGEST_BODY_BUDGET_BYTES must be an integer/],
+    ] as const)
+      assert.throws(() => readSettings({}, env), (error: Error) => message.test(error.message), JSON.stringify(env));
+    assert.equal(readSettings({}, { FERRY_TRUST_PROXY: 'false' }).trustProxy, false);
+  });
+});
+
+test('the environment sets both HTTP limits; a bad value stops the start naming the variable', () => {
+  assert.deepEqual(httpLimitsFrom({}), {});
+  assert.deepEqual(httpLimitsFrom({ FERRY_MAX_CONNECTIONS_PER_ADDRESS: '0', FERRY_INGEST_BODY_BUDGET_BYTES: ' 2097152 ' }), {
+    maxConnectionsPerAddress: 0,
+    ingestBodyBudgetBytes: 2_097_152,
+  });
+  assert.deepEqual(httpLimitsFrom({ FERRY_MAX_CONNECTIONS_PER_ADDRESS: '', FERRY_INGEST_BODY_BUDGET_BYTES: '' }), {});
+  for (const [name, value] of [
+    ['FERRY_MAX_CONNECTIONS_PER_ADDRESS', '-1'],
+    ['FERRY_MAX_CONNECTIONS_PER_ADDRESS', '10.5'],
+    ['FERRY_MAX_CONNECTIONS_PER_ADDRESS', 'many'],
+    ['FERRY_INGEST_BODY_BUDGET_BYTES', '64MiB'],
+    ['FERRY_INGEST_BODY_BUDGET_BYTES', String(minBodyBudgetBytes - 1)],
+  ] as const)
+    assert.throws(() => httpLimitsFrom({ [name]: value }), new RegExp(`^Error: ${name} must be an integer`), `${name}=${value}`);
+});

@@ -1,0 +1,94 @@
+/**
+ * `ferry.events` on a real Ferry: a known workload (a batch with a refused message, its
+ * webhooks delivered, the batch sent again, a stranger's key, a deletion request, a stop)
+ * produces the catalogue's events with the payloads it names, and logs keep their lines.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { FerryEventName, FerryEvents } from '../../src/events/catalogue.js';
+import { capturedLogger } from '../helpers/captured-logger.js';
+import { startFerry, testConfig, webhooksDestination } from '../helpers/ferry.js';
+import { startReceiver } from '../helpers/receiver.js';
+import { until } from '../helpers/until.js';
+
+type Heard = { [K in FerryEventName]: { name: K; payload: FerryEvents[K] } }[FerryEventName];
+
+test('a known workload emits ingest, delivery, regulation and lifecycle events', async (t) => {
+  const receiver = await startReceiver({ status: 200 });
+  t.after(() => receiver.close());
+  const { logger, lines } = capturedLogger();
+  const ferry = await startFerry(testConfig([webhooksDestination('hooks', [receiver.url])]), { logger });
+  let stopped = false;
+  t.after(async () => {
+    if (!stopped) await ferry.stop();
+  });
+
+  const heard: Heard[] = [];
+  const names: FerryEventName[] = [
+    'ingest:accepted',
+    'ingest:rejected',
+    'ingest:refused',
+    'delivery:succeeded',
+    'regulation:done',
+    'lifecycle:draining',
+    'lifecycle:stopped',
+  ];
+  for (const name of names) ferry.ferry.events.on(name, (payload: never) => heard.push({ name, payload } as Heard));
+  const of = <K extends FerryEventName>(name: K) => heard.filter((h) => h.name === name).map((h) => h.payload as FerryEvents[K]);
+
+  const batch = {
+    batch: [
+      { type: 'track', userId: 'u1', event: 'A', messageId: 'm-1' },
+      { type: 'track', event: 'no user' },
+      { type: 'track', userId: 'u1', event: 'B', messageId: 'm-2' },
+    ],
+  };
+  const first = await ferry.send('/v1/batch', batch);
+  assert.equal(first.status, 200);
+  assert.deepEqual(of('ingest:accepted'), [{ sourceId: 'app', count: 2, duplicates: 0 }]);
+  assert.deepEqual(of('ingest:rejected'), [{ sourceId: 'app', rejected: [{ index: 1, code: first.json.rejected[0].code }] }]);
+  await receiver.waitFor(2);
+  await until(() => of('delivery:succeeded').length === 2, 'two deliveries succeeded');
+  assert.deepEqual(
+    of('delivery:succeeded').map((e) => [e.destinationId, e.attempts]),
+    [
+      ['hooks', 1],
+      ['hooks', 1],
+    ],
+  );
+
+  assert.equal((await ferry.send('/v1/batch', { batch: [batch.batch[0]] })).status, 200);
+  assert.deepEqual(of('ingest:accepted')[1], { sourceId: 'app', count: 0, duplicates: 1 });
+  assert.equal((await ferry.send('/v1/batch', batch, { writeKey: 'nobody-has-this-key' })).status, 401);
+  assert.deepEqual(of('ingest:refused'), [{ code: 'unauthorized', status: 401 }]);
+
+  const regulation = await ferry.admin('POST', '/regulations', { userIds: ['u1'] });
+  assert.equal(regulation.status, 202);
+  await ferry.ferry.regulations.idle();
+  assert.deepEqual(of('regulation:done'), [{ regulationId: regulation.json.id, eventsDeleted: 2, deliveriesDeleted: 2, notices: 1 }]);
+
+  stopped = true;
+  await ferry.stop();
+  assert.deepEqual(
+    heard.filter((h) => h.name.startsWith('lifecycle:')),
+    [
+      { name: 'lifecycle:draining', payload: { drainMs: 0 } },
+      { name: 'lifecycle:stopped', payload: {} },
+    ],
+  );
+  // The log line of refused messages is written from the event, as before.
+  const rejectedLine = lines.find((l) => l.msg === 'messages rejected');
+  assert.deepEqual([rejectedLine?.level, rejectedLine?.sourceId, rejectedLine?.rejected], [30, 'app', 1]);
+});
+
+test("the worker builds delivery:succeeded only while the bus has a listener for it", async (t) => {
+  const ferry = await startFerry(testConfig([]), { deliver: false });
+  t.after(() => ferry.stop());
+  const { worker, events } = ferry.ferry;
+  assert.equal(worker.listenerCount('delivery:succeeded'), 0);
+  const listener = () => {};
+  events.on('delivery:succeeded', listener);
+  assert.equal(worker.listenerCount('delivery:succeeded'), 1);
+  events.off('delivery:succeeded', listener);
+  assert.equal(worker.listenerCount('delivery:succeeded'), 0);
+});
