@@ -19,14 +19,15 @@ export interface LifecycleParts {
   app: FastifyInstance;
   /** Stops claiming, lets attempts in flight finish (bounded), hands back what it holds. */
   worker: { stop(): Promise<void> };
-  audiences: { stop(): Promise<void> } | undefined;
+  /** Stops the audience sync loop. */
+  audiences: { stop(): Promise<void> };
   /** Deletion requests in progress. */
   regulations: { idle(): Promise<void> };
   sender: { close(): Promise<void> };
   store: { close(): Promise<void> };
   /** Stops timers of the server's own (say, catalog reloads) as the stop begins. */
   onStopping?: () => void;
-  /** Told when the drain begins (`lifecycle:draining`) and when everything is closed (`lifecycle:stopped`). */
+  /** Told when the drain begins (`lifecycle:draining`) and when every step has run (`lifecycle:stopped`, failed steps too). */
   events: EventBus;
 }
 
@@ -80,7 +81,7 @@ export class Lifecycle {
         errors.push(error);
       }
     };
-    await Promise.all([step(() => this.parts.audiences?.stop()), step(() => this.parts.worker.stop()), drainMs > 0 ? delay(drainMs) : undefined]);
+    await Promise.all([step(() => this.parts.audiences.stop()), step(() => this.parts.worker.stop()), drainMs > 0 ? delay(drainMs) : undefined]);
     await step(() => this.parts.app.close());
     await step(() => this.parts.regulations.idle());
     await step(() => this.parts.sender.close());
