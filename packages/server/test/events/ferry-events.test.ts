@@ -92,3 +92,16 @@ test("the worker builds delivery:succeeded only while the bus has a listener for
   events.off('delivery:succeeded', listener);
   assert.equal(worker.listenerCount('delivery:succeeded'), 0);
 });
+
+test('a listener that throws is logged, and the request that emitted is answered as usual', async (t) => {
+  const { logger, lines } = capturedLogger();
+  const ferry = await startFerry(testConfig([]), { deliver: false, logger });
+  t.after(() => ferry.stop());
+  ferry.ferry.events.on('ingest:accepted', () => {
+    throw new Error('a subscriber bug');
+  });
+  const res = await ferry.send('/v1/track', { userId: 'u1', event: 'A' });
+  assert.deepEqual([res.status, res.json], [200, { success: true }]);
+  const line = lines.find((l) => l.msg === 'an event listener failed');
+  assert.deepEqual([line?.level, line?.event, line?.err?.message], [50, 'ingest:accepted', 'a subscriber bug']);
+});
