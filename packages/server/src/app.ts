@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import pino, { type Logger } from 'pino';
+import pino, { type LevelWithSilent, type Logger } from 'pino';
 import { registerAdminApi } from './admin/admin-api.js';
 import { assertStrongAdminToken } from './admin/admin-auth.js';
 import { adminTokenInForce } from './admin/admin-token.js';
@@ -47,7 +47,7 @@ export interface FerryOptions {
   /** Where logs go. Default: pino on stdout at `logLevel`. */
   logger?: Logger;
   /** The level of the default logger (`ferry serve`: `FERRY_LOG_LEVEL`). Default `info`. */
-  logLevel?: string;
+  logLevel?: LevelWithSilent;
   /** Behind a reverse proxy: the client address (`context.ip`) is read from `X-Forwarded-For` (`ferry serve`: `FERRY_TRUST_PROXY`). Default false. */
   trustProxy?: boolean;
   /** Extra CA certificates trusted for HTTPS webhooks (besides the system's and NODE_EXTRA_CA_CERTS). */

@@ -21,6 +21,8 @@ export type { Store } from './store/store.js';
 export { SqliteStore } from './store/sqlite/sqlite-store.js';
 export { PgStore, type PgStoreOptions } from './store/postgres/pg-store.js';
 export { DeliveryWorker, type DeliveryEvents } from './delivery/worker.js';
+export { EventBus } from './events/event-bus.js';
+export type { FerryEvents, FerryEventName, RejectedMessage } from './events/catalogue.js';
 export { decideOutcome, isRetryable, retryPolicy } from './delivery/retry-policy.js';
 export { systemClock, ManualClock, type Clock } from './util/clock.js';
 export { ferryVersion } from './util/version.js';

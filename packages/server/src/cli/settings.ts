@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import type { LevelWithSilent } from 'pino';
 import { defaultProcessSettings, type HttpServerSettings } from '../config/defaults.js';
 
 /** The flags of `ferry serve` (and `ferry dev`) that have an environment variable too. */
@@ -11,7 +12,7 @@ export interface ServeFlags {
 }
 
 /** The pino levels `FERRY_LOG_LEVEL` may name. */
-export const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export const logLevels: readonly LevelWithSilent[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /** Every setting of a server process, from its flags and its environment, validated. */
 export interface Settings {
@@ -32,7 +33,7 @@ export interface Settings {
   /** `FERRY_ADMIN_TOKEN`. */
   adminToken: string | undefined;
   /** `FERRY_LOG_LEVEL`. */
-  logLevel: (typeof logLevels)[number];
+  logLevel: LevelWithSilent;
   /** `FERRY_TRUST_PROXY`. */
   trustProxy: boolean;
   /** `FERRY_MAX_CONNECTIONS_PER_ADDRESS` and `FERRY_INGEST_BODY_BUDGET_BYTES`, those that are set. */
@@ -96,7 +97,7 @@ function integerFrom(env: NodeJS.ProcessEnv, name: string, min: number): number 
   return value;
 }
 
-function logLevelFrom(env: NodeJS.ProcessEnv): Settings['logLevel'] {
+function logLevelFrom(env: NodeJS.ProcessEnv): LevelWithSilent {
   const text = env['FERRY_LOG_LEVEL']?.trim().toLowerCase();
   if (text === undefined || text === '') return defaultProcessSettings.logLevel;
   const level = logLevels.find((l) => l === text);

@@ -34,7 +34,7 @@ export interface FerryEvents {
   'store:ready': Record<string, never>;
   /** A stop began: readiness fails and new requests get 503 from now on (`lifecycle/`). */
   'lifecycle:draining': { drainMs: number };
-  /** A stop finished: the listener, the sender and the store are closed (`lifecycle/`). */
+  /** A stop finished: every step of it ran, the closing of the listener, the sender and the store included, failed or not (`lifecycle/`). */
   'lifecycle:stopped': Record<string, never>;
   /** The worker's own events (`delivery/worker.ts`), forwarded as they are by the composition root. */
   'delivery:succeeded': DeliveryEvents['delivery:succeeded'][0];
