@@ -8,8 +8,10 @@ import { assertStrongAdminToken, hashToken } from './admin/admin-auth.js';
 import { AudienceSync } from './audiences/audience-sync.js';
 import { defaultHttpServerSettings, type HttpServerSettings } from './config/defaults.js';
 import type { FerryConfig } from './config/model.js';
-import { createHttpSender } from './destinations/webhooks/http-sender.js';
-import type { WebhookSender } from './destinations/webhooks/sender.js';
+import type { DestinationType } from './destinations/destination-type.js';
+import { createHttpSender } from './destinations/http/http-sender.js';
+import { createDestinationRegistry } from './destinations/registry.js';
+import type { WebhookSender } from './destinations/http/sender.js';
 import { DeliveryWorker } from './delivery/worker.js';
 import { FerryError } from './errors/error-codes.js';
 import { isClientAbort } from './ingest/client-abort.js';
@@ -42,6 +44,12 @@ export interface FerryOptions {
   clock?: Clock;
   /** Source of retry jitter, in [0, 1). Default `Math.random`. */
   random?: () => number;
+  /**
+   * Destination types besides the built-in ones (Webhooks), e.g. an application's own. A
+   * destination of such a type must come in `config` or through the admin API: the config
+   * file is checked against the built-in types.
+   */
+  destinationTypes?: readonly DestinationType<any>[];
   /** Transport of webhook requests. Default: the undici sender behind the SSRF guard. */
   sender?: WebhookSender;
   /** Where logs go. Default: pino on stdout at `FERRY_LOG_LEVEL` (info). */
@@ -122,7 +130,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   const givenToken = options.adminToken?.trim();
   if (givenToken !== undefined) assertStrongAdminToken(givenToken);
   const store = options.store ?? new SqliteStore({ path: join(options.dataDir ?? './.ferry', 'ferry.db') });
-  const catalog = new Catalog(store, clock);
+  const catalog = new Catalog(store, clock, createDestinationRegistry(options.destinationTypes));
   await catalog.init({ sources: config.sources, destinations: config.destinations });
 
   let generatedAdminToken: string | undefined;

@@ -2,8 +2,8 @@ import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DeliverySettings, DestinationConfig } from '../config/model.js';
-import type { SendResult, WebhookSender } from '../destinations/webhooks/sender.js';
-import { signatureFor, sourceHeaderValue, webhookHeaders } from '../destinations/webhooks/request.js';
+import type { AttemptContext } from '../destinations/destination-type.js';
+import type { WebhookSender } from '../destinations/http/sender.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { AttemptOutcome, AttemptRecord } from '../model/attempt.js';
 import type { ClaimedDelivery, HeldLease, Store } from '../store/store.js';
@@ -38,6 +38,7 @@ export interface DeliveryEvents {
 export interface DeliveryWorkerOptions {
   store: Store;
   catalog: Catalog;
+  /** The HTTP transport that destination types which POST (Webhooks) send through. */
   sender: WebhookSender;
   settings: DeliverySettings;
   clock: Clock;
@@ -84,6 +85,8 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
 
   private readonly o: DeliveryWorkerOptions & { settings: ResolvedDeliverySettings };
   private readonly claimErrors: RepeatedErrorLog;
+  /** What every attempt gets besides its job and destination. */
+  private readonly attemptContext: AttemptContext;
 
   constructor(options: DeliveryWorkerOptions) {
     super();
@@ -91,6 +94,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     this.o = { ...options, settings: { ...settings, claimBatchSize: settings.claimBatchSize ?? store.defaultClaimBatchSize } };
     this.owner = options.owner ?? `worker-${process.pid}-${randomUUID().slice(0, 8)}`;
     this.random = options.random ?? Math.random;
+    this.attemptContext = { timeoutMs: settings.timeoutMs, clock: options.clock, logger: options.logger, http: options.sender };
     this.claimErrors = new RepeatedErrorLog({
       logger: options.logger,
       clock: options.clock,
@@ -408,17 +412,10 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   }
 
   private async attempt(job: ClaimedDelivery, destination: DestinationConfig, release: () => void): Promise<void> {
-    const { clock, settings, sender, logger } = this.o;
-    const startedAtMs = clock.now();
-    const firstAttemptAtMs = job.firstAttemptAtMs ?? startedAtMs;
-    const body = Buffer.from(job.body);
-    const signature = signatureFor(destination.settings, body);
-    const source = sourceHeaderValue(job);
-    const { webhooks } = destination.settings;
-    const sendTo = (entry: (typeof webhooks)[number]): Promise<SendResult> =>
-      sender.send({ url: entry.url, headers: webhookHeaders(entry, signature, source), body, timeoutMs: settings.timeoutMs });
-    // Most destinations have one URL: no array of promises to gather for it.
-    const results: SendResult[] = webhooks.length === 1 ? [await sendTo(webhooks[0]!)] : await Promise.all(webhooks.map(sendTo));
+    const { clock, settings, logger } = this.o;
+    const firstAttemptAtMs = job.firstAttemptAtMs ?? clock.now();
+    // The catalog routes and delivers only destinations of a type it knows.
+    const results = await this.o.catalog.types.get(destination.type)!.attempt(job, destination, this.attemptContext);
     release();
     const nowMs = clock.now();
     const outcome: AttemptOutcome = decideOutcome({

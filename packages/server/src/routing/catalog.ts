@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { DestinationConfig, SourceConfig } from '../config/model.js';
+import { builtInDestinationTypes, type DestinationRegistry } from '../destinations/registry.js';
 import { FerryError } from '../errors/error-codes.js';
 import type { Store } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
@@ -18,9 +19,14 @@ export class Catalog extends EventEmitter<{ 'catalog:reloaded': [] }> {
   /** Enabled destinations per source id, rebuilt on every change. */
   private routes = new Map<string, DestinationConfig[]>();
 
+  /**
+   * @param types The destination types this server knows; a stored destination of another
+   *   type (one no longer registered) is neither routed to nor delivered.
+   */
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
+    readonly types: DestinationRegistry = builtInDestinationTypes,
   ) {
     super();
   }
@@ -49,8 +55,9 @@ export class Catalog extends EventEmitter<{ 'catalog:reloaded': [] }> {
     this.sourcesById = new Map(sources.map((s) => [s.id, s]));
     this.sourcesByKey = new Map(sources.map((s) => [s.writeKey, s]));
     this.destinationsById = new Map(destinations.map((d) => [d.id, d]));
-    this.enabled = Object.freeze(destinations.filter((d) => d.enabled));
-    this.routes = new Map(sources.map((s) => [s.id, destinations.filter((d) => d.enabled && d.sources.includes(s.id))]));
+    const active = destinations.filter((d) => d.enabled && this.types.get(d.type) !== undefined);
+    this.enabled = Object.freeze(active);
+    this.routes = new Map(sources.map((s) => [s.id, active.filter((d) => d.sources.includes(s.id))]));
     this.emit('catalog:reloaded');
   }
 
@@ -79,12 +86,12 @@ export class Catalog extends EventEmitter<{ 'catalog:reloaded': [] }> {
     return [...this.destinationsById.values()];
   }
 
-  /** Every enabled destination, in id order; the same array until the next change. */
+  /** Every enabled destination of a known type, in id order; the same array until the next change. */
   enabledDestinations(): readonly DestinationConfig[] {
     return this.enabled;
   }
 
-  /** Enabled destinations connected to a source. */
+  /** Enabled destinations of a known type connected to a source. */
   enabledDestinationsOf(sourceId: string): readonly DestinationConfig[] {
     return this.routes.get(sourceId) ?? [];
   }
