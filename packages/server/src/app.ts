@@ -12,6 +12,7 @@ import type { DestinationType } from './destinations/destination-type.js';
 import { createHttpSender } from './destinations/http/http-sender.js';
 import { createDestinationRegistry } from './destinations/registry.js';
 import type { WebhookSender } from './destinations/http/sender.js';
+import type { SendGuard } from './delivery/guards.js';
 import { DeliveryWorker } from './delivery/worker.js';
 import { FerryError } from './errors/error-codes.js';
 import { isClientAbort } from './ingest/client-abort.js';
@@ -50,6 +51,8 @@ export interface FerryOptions {
    * file is checked against the built-in types.
    */
   destinationTypes?: readonly DestinationType<any>[];
+  /** Per-endpoint checks the worker consults before each send (rate limits, circuit breakers). Default none. */
+  sendGuards?: readonly SendGuard[];
   /** Transport of webhook requests. Default: the undici sender behind the SSRF guard. */
   sender?: WebhookSender;
   /** Where logs go. Default: pino on stdout at `FERRY_LOG_LEVEL` (info). */
@@ -160,7 +163,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
       connectionsPerOrigin: config.delivery.perDestinationConcurrency,
       clock,
     });
-  const worker = new DeliveryWorker({ store, catalog, sender, settings: config.delivery, clock, logger, random: options.random });
+  const worker = new DeliveryWorker({ store, catalog, sender, settings: config.delivery, clock, logger, random: options.random, guards: options.sendGuards });
   const wake = () => worker.wake();
   const regulations = new RegulationRunner({ store, catalog, clock, logger, onQueued: wake });
   const audienceStore = store.audiences;
@@ -182,8 +185,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   });
   app.server.maxConnections = limits.maxConnections;
   limitConnectionsPerAddress(app.server, limits.maxConnectionsPerAddress, logger);
-  let catalogTimer: NodeJS.Timeout | undefined;
-  const lifecycle = new Lifecycle({ app, worker, audiences, regulations, sender, store, onStopping: () => clearInterval(catalogTimer) });
+  const lifecycle = new Lifecycle({ app, worker, audiences, regulations, sender, store, onStopping: () => catalog.stopRefreshing() });
   app.addHook('onRequest', lifecycle.refuseWhileDraining);
   app.addHook('onRequest', async (request, reply) => {
     if (!request.raw.complete) guardBodyDeadline(request.raw, reply.raw, limits.bodyTimeoutMs);
@@ -238,12 +240,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
       const address = await app.listen({ port, host });
       await regulations.resumePending();
       const refreshMs = options.catalogRefreshMs ?? (store.kind === 'postgres' ? 5000 : 0);
-      if (refreshMs > 0) {
-        catalogTimer = setInterval(() => {
-          catalog.reload().catch((err: unknown) => logger.warn({ err }, 'could not reload sources and destinations; keeping the last ones'));
-        }, refreshMs);
-        catalogTimer.unref();
-      }
+      if (refreshMs > 0) catalog.refreshEvery(refreshMs, logger);
       if (options.deliver !== false) {
         worker.start();
         audiences?.start();

@@ -4,7 +4,7 @@ import type { AudienceSettings } from '../config/model.js';
 import type { AudienceChangeNotice, DestinationType } from '../destinations/destination-type.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { NewDelivery } from '../store/store.js';
-import type { Clock } from '../util/clock.js';
+import { timersOf, type Clock, type TimerHandle } from '../util/clock.js';
 import type { AudienceRecord, MembershipChange, SyncOutcome } from '../model/audience.js';
 import type { AudienceStore } from '../store/audience-store.js';
 import { snakeCase } from './snake-case.js';
@@ -30,7 +30,7 @@ export interface AudienceSyncOptions {
  */
 export class AudienceSync {
   private queue: Promise<unknown> = Promise.resolve();
-  private timer: NodeJS.Timeout | undefined;
+  private timer: TimerHandle | undefined;
   private running = false;
   private readonly newMessageId: () => string;
 
@@ -61,7 +61,7 @@ export class AudienceSync {
     });
   }
 
-  /** Runs {@link syncAll} every `settings.syncIntervalMs` with real timers that do not keep the process alive. */
+  /** Runs {@link syncAll} every `settings.syncIntervalMs`, on the clock's timers (which do not keep the process alive). */
   start(): void {
     this.running = true;
     this.schedule();
@@ -70,7 +70,7 @@ export class AudienceSync {
   /** Stops the loop and waits for a sync in progress, so the store can close after. */
   async stop(): Promise<void> {
     this.running = false;
-    if (this.timer) clearTimeout(this.timer);
+    timersOf(this.o.clock).clearTimeout(this.timer);
     this.timer = undefined;
     await this.queue.catch(() => undefined);
   }
@@ -78,13 +78,12 @@ export class AudienceSync {
   private schedule(): void {
     if (!this.running) return;
     // The next sync is timed from the end of this one, so a slow sync never overlaps itself.
-    this.timer = setTimeout(() => {
+    this.timer = timersOf(this.o.clock).setTimeout(() => {
       this.timer = undefined;
       void this.syncAll()
         .catch((err: unknown) => this.o.logger.error({ err }, 'audience sync loop failed; retrying after the interval'))
         .finally(() => this.schedule());
     }, this.o.settings.syncIntervalMs);
-    this.timer.unref();
   }
 
   private serially<T>(run: () => Promise<T>): Promise<T> {

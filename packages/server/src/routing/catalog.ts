@@ -3,7 +3,8 @@ import type { DestinationConfig, SourceConfig } from '../config/model.js';
 import { builtInDestinationTypes, type DestinationRegistry } from '../destinations/registry.js';
 import { FerryError } from '../errors/error-codes.js';
 import type { Store } from '../store/store.js';
-import type { Clock } from '../util/clock.js';
+import type { Logger } from 'pino';
+import { timersOf, type Clock, type TimerHandle } from '../util/clock.js';
 
 /**
  * Sources and destinations as the running server sees them: loaded from the store, where the
@@ -18,6 +19,9 @@ export class Catalog extends EventEmitter<{ 'catalog:reloaded': [] }> {
   private enabled: readonly DestinationConfig[] = [];
   /** Enabled destinations per source id, rebuilt on every change. */
   private routes = new Map<string, DestinationConfig[]>();
+  /** The next {@link refreshEvery} reload, while refreshing. */
+  private refreshTimer: TimerHandle | undefined;
+  private refreshing = false;
 
   /**
    * @param types The destination types this server knows; a stored destination of another
@@ -59,6 +63,32 @@ export class Catalog extends EventEmitter<{ 'catalog:reloaded': [] }> {
     this.enabled = Object.freeze(active);
     this.routes = new Map(sources.map((s) => [s.id, active.filter((d) => d.sources.includes(s.id))]));
     this.emit('catalog:reloaded');
+  }
+
+  /**
+   * Reloads every `intervalMs` on the clock's timers, so that admin edits made on another node
+   * take effect here; a failed reload keeps the last catalogue and is logged. Until
+   * {@link stopRefreshing}.
+   */
+  refreshEvery(intervalMs: number, logger: Logger): void {
+    this.refreshing = true;
+    const timers = timersOf(this.clock);
+    const next = (): void => {
+      if (!this.refreshing) return;
+      this.refreshTimer = timers.setTimeout(() => {
+        this.reload()
+          .catch((err: unknown) => logger.warn({ err }, 'could not reload sources and destinations; keeping the last ones'))
+          .finally(next);
+      }, intervalMs);
+    };
+    next();
+  }
+
+  /** Stops {@link refreshEvery}. */
+  stopRefreshing(): void {
+    this.refreshing = false;
+    timersOf(this.clock).clearTimeout(this.refreshTimer);
+    this.refreshTimer = undefined;
   }
 
   /** The source a write key belongs to (ingestion's authentication), if any. */

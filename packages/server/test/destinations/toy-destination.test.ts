@@ -29,7 +29,13 @@ describe('a toy second destination type', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const lines = (name: string) => readFileSync(join(dir, name), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  /** The file's lines, parsed, by messageId: the jobs of one destination are sent in parallel, in no set order. */
+  const lines = (name: string) =>
+    readFileSync(join(dir, name), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .sort((a, b) => (a.messageId < b.messageId ? -1 : 1));
 
   test('T01 events routed to a File destination are appended to its file, each once, and the delivery is logged as succeeded', async () => {
     const batch = [
