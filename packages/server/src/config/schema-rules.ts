@@ -5,8 +5,6 @@
  */
 import { z } from 'zod';
 
-// Issues and paths
-
 /** One broken rule: where (`destinations[0].settings.webhooks`) and which rule. */
 export interface ConfigIssue {
   /** Path inside the validated value, e.g. `destinations[0].settings.webhooks[5]`; empty for the top level. */
@@ -30,6 +28,7 @@ export function formatPath(path: readonly PropertyKey[]): string {
   return out;
 }
 
+/** A value's kind, as a message names it without echoing the value. */
 export function describeValue(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'a list';
@@ -108,16 +107,16 @@ export function formatIssue(issue: ConfigIssue): string {
   return issue.path === '' ? issue.message : `${issue.path}: ${issue.message}`;
 }
 
-
 /**
  * Cross-checks run with `{ when }` even where a part broke a rule of its own, so that a file
  * breaking several rules reports every one of them; they then see the raw input of the
- * broken parts, hence these guards.
+ * broken parts, hence these guards. This one: whether a payload is a list.
  */
 export function isArrayPayload(payload: { value: unknown }): boolean {
   return Array.isArray(payload.value);
 }
 
+/** Whether a payload is a mapping (object, not a list). */
 export function isObjectPayload(payload: { value: unknown }): boolean {
   return payload.value !== null && typeof payload.value === 'object' && !Array.isArray(payload.value);
 }
@@ -132,4 +131,3 @@ export function stringField(value: unknown, key: string): string | undefined {
 export function listOf(value: unknown): unknown[] {
   return Array.isArray(value) ? value : [];
 }
-

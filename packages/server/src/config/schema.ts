@@ -30,7 +30,6 @@ import { builtInDestinationTypes, type DestinationRegistry } from '../destinatio
 import {
   errorMap,
   formatIssue,
-  formatPath,
   isObjectPayload,
   listOf,
   rule,
@@ -40,6 +39,7 @@ import {
   type ConfigIssue,
 } from './schema-rules.js';
 
+// Where callers (the file loader, the audiences schema) have always found them.
 export { formatIssue, formatPath, toConfigIssues, type ConfigIssue } from './schema-rules.js';
 
 /** Sanity bounds enforced by the schema; each destination type bounds its own settings. */

@@ -35,7 +35,6 @@ const transportHeaders = [
   'content-encoding',
 ] as const;
 
-
 const sharedSecretSchema = z.string().superRefine(
   rule((v: string) => {
     // An empty secret is refused rather than read as "unsigned": a `${SECRET:-}` that
