@@ -1,5 +1,5 @@
 import type { RetrySettings } from '../config/model.js';
-import { redactUrl } from '../config/redact.js';
+import { redactUrl } from '../util/redact.js';
 import type { AttemptOutcome, ErrorClass, ExchangeResult } from '../model/attempt.js';
 
 /**

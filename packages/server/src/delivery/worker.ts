@@ -8,7 +8,7 @@ import type { Catalog } from '../routing/catalog.js';
 import type { AttemptOutcome, AttemptRecord } from '../model/attempt.js';
 import type { ClaimedDelivery, Store } from '../store/store.js';
 import { timersOf, type Clock } from '../util/clock.js';
-import { redactUrl } from '../config/redact.js';
+import { redactUrl } from '../util/redact.js';
 import type { SendGuard } from './guards.js';
 import { Pacing } from './pacing.js';
 import type { ResolvedDeliverySettings } from './ready-limits.js';
