@@ -121,17 +121,19 @@ export class AudienceSync {
       if (type?.renderAudienceChange) targets.push({ id, type });
     }
     if (targets.length < audience.destinationIds.length) {
-      this.o.logger.debug({ audienceId: audience.id, sync: syncCount, active: targets.map((t) => t.id) }, 'audience changes skip disabled or deleted destinations');
+      this.o.logger.debug({ audienceId: audience.id, sync: syncCount, active: targets.map((t) => t.id) }, 'audience changes skip disabled or deleted destinations, and those whose type takes none');
     }
     if (targets.length === 0) return [];
     const trait = snakeCase(audience.name);
     const out: NewDelivery[] = [];
+    // Bodies rendered for one change, by type.
+    const bodies = new Map<DestinationType, string>();
     for (const change of changes) {
       // One messageId per change, shared by every destination: the same fact, sent to each.
       const messageId = this.newMessageId();
       const notice: AudienceChangeNotice = { userId: change.userId, messageId, timestampMs: nowMs, traits: { [trait]: change.value } };
       // Rendered once per type, as event bodies are.
-      const bodies = new Map<DestinationType, string>();
+      bodies.clear();
       for (const { id, type } of targets) {
         let body = bodies.get(type);
         if (body === undefined) bodies.set(type, (body = type.renderAudienceChange!(notice)));

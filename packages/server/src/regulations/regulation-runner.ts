@@ -8,8 +8,8 @@ import type { Clock } from '../util/clock.js';
  * Carries out deletion requests: purges everything stored of the users and of the identities
  * linked to them (see `Store.executeRegulation`), then queues one `delete` notice per user for
  * every enabled destination whose type takes deletion notices (Webhooks does) connected to an
- * affected source: one that held events of that user, or one the request names. Requests are stored first, so one interrupted by a
- * crash is carried out at the next start.
+ * affected source: one that held events of that user, or one the request names. Requests are
+ * stored first, so one interrupted by a crash is carried out at the next start.
  */
 export class RegulationRunner {
   private queue: Promise<void> = Promise.resolve();
