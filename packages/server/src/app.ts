@@ -7,8 +7,11 @@ import { adminTokenInForce } from './admin/admin-token.js';
 import { AudienceSync } from './audiences/audience-sync.js';
 import { defaultHttpServerSettings, defaultProcessSettings, type HttpServerSettings } from './config/defaults.js';
 import type { FerryConfig } from './config/model.js';
-import { createHttpSender } from './destinations/webhooks/http-sender.js';
-import type { WebhookSender } from './destinations/webhooks/sender.js';
+import type { DestinationType } from './destinations/destination-type.js';
+import { createHttpSender } from './destinations/http/http-sender.js';
+import { createDestinationRegistry } from './destinations/registry.js';
+import type { WebhookSender } from './destinations/http/sender.js';
+import type { SendGuard } from './delivery/guards.js';
 import { DeliveryWorker } from './delivery/worker.js';
 import { EventBus } from './events/event-bus.js';
 import { forwardWorkerEvents } from './events/worker-events.js';
@@ -42,6 +45,14 @@ export interface FerryOptions {
   clock?: Clock;
   /** Source of retry jitter, in [0, 1). Default `Math.random`. */
   random?: () => number;
+  /**
+   * Destination types besides the built-in ones (Webhooks), e.g. an application's own. A
+   * destination of such a type must come in `config` or through the admin API: the config
+   * file is checked against the built-in types.
+   */
+  destinationTypes?: readonly DestinationType<any>[];
+  /** Per-endpoint checks the worker consults before each send (rate limits, circuit breakers). Default none. */
+  sendGuards?: readonly SendGuard[];
   /** Transport of webhook requests. Default: the undici sender behind the SSRF guard. */
   sender?: WebhookSender;
   /** Where logs go. Default: pino on stdout at `logLevel`. */
@@ -116,7 +127,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   // Before the store is opened: a weak token stops the start with nothing created.
   if (givenToken !== undefined) assertStrongAdminToken(givenToken);
   const store = options.store ?? new SqliteStore({ path: join(options.dataDir ?? defaultProcessSettings.dataDir, 'ferry.db') });
-  const catalog = new Catalog(store, clock);
+  const catalog = new Catalog(store, clock, createDestinationRegistry(options.destinationTypes));
   await catalog.init({ sources: config.sources, destinations: config.destinations });
   const adminToken = await adminTokenInForce(store, givenToken);
 
@@ -129,15 +140,14 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
       connectionsPerOrigin: config.delivery.perDestinationConcurrency,
       clock,
     });
-  const worker = new DeliveryWorker({ store, catalog, sender, settings: config.delivery, clock, logger, random: options.random });
+  const worker = new DeliveryWorker({ store, catalog, sender, settings: config.delivery, clock, logger, random: options.random, guards: options.sendGuards });
   forwardWorkerEvents(worker, events);
   const wake = () => worker.wake();
   const regulations = new RegulationRunner({ store, catalog, clock, logger, onQueued: wake, events });
   const audiences = new AudienceSync({ audiences: store.audiences, catalog, clock, logger, settings: config.audiences, onQueued: wake, events });
 
   const app = createHttpServer({ limits, trustProxy: options.trustProxy ?? false, logger });
-  let catalogTimer: NodeJS.Timeout | undefined;
-  const lifecycle = new Lifecycle({ app, worker, audiences, regulations, sender, store, events, onStopping: () => clearInterval(catalogTimer) });
+  const lifecycle = new Lifecycle({ app, worker, audiences, regulations, sender, store, events, onStopping: () => catalog.stopRefreshing() });
   app.addHook('onRequest', lifecycle.refuseWhileDraining);
   guardBodyDeadlines(app, limits.bodyTimeoutMs);
   answerErrors(app, { logger, isStoreUnavailable: (error) => store.isUnavailable(error) });
@@ -169,12 +179,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
       const address = await app.listen({ port, host });
       await regulations.resumePending();
       const refreshMs = options.catalogRefreshMs ?? (store.kind === 'postgres' ? 5000 : 0);
-      if (refreshMs > 0) {
-        catalogTimer = setInterval(() => {
-          catalog.reload().catch((err: unknown) => logger.warn({ err }, 'could not reload sources and destinations; keeping the last ones'));
-        }, refreshMs);
-        catalogTimer.unref();
-      }
+      if (refreshMs > 0) catalog.refreshEvery(refreshMs, logger);
       if (options.deliver !== false) {
         worker.start();
         audiences.start();

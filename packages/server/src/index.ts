@@ -8,13 +8,14 @@ export type {
   FerryConfig,
   SourceConfig,
   DestinationConfig,
-  WebhookEntry,
-  WebhooksSettings,
   DeliverySettings,
   RetrySettings,
   NetworkSettings,
   AudienceSettings,
 } from './config/model.js';
+export type { WebhookEntry, WebhooksSettings } from './destinations/webhooks/settings.js';
+export type { DestinationType, AttemptContext, AudienceChangeNotice } from './destinations/destination-type.js';
+export type { SendGuard } from './delivery/guards.js';
 export { loadConfigFile, configFromObject, applyEnvironment, ConfigError } from './config/load.js';
 export { errorCodes, FerryError, type ErrorCode, type ErrorBody } from './errors/error-codes.js';
 export type { Store } from './store/store.js';

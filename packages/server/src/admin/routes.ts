@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { validateDestination, validateSource } from '../config/schema.js';
-import { redactDestination, redactSource } from '../config/redact.js';
+import { destinationRedactor, redactSource } from '../config/redact.js';
 import { FerryError } from '../errors/error-codes.js';
 import { parseIsoTimestamp } from '../ingest/timestamps.js';
 import type { RegulationRunner } from '../regulations/regulation-runner.js';
@@ -88,7 +88,8 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     return reply.code(204).send();
   });
 
-  // Destinations
+  // Destinations, of the types this server knows
+  const redactDestination = destinationRedactor(catalog.types);
   const sourceIds = () => catalog.sources().map((s) => s.id);
   const otherDestinations = (id?: string) => catalog.destinations().map((d) => d.id).filter((d) => d !== id);
   app.get('/destinations', async () => ({ destinations: catalog.destinations().map(redactDestination) }));
@@ -98,13 +99,13 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     return redactDestination(destination);
   });
   app.post('/destinations', async (request, reply) => {
-    const destination = validateDestination(request.body, sourceIds(), otherDestinations());
+    const destination = validateDestination(request.body, sourceIds(), otherDestinations(), catalog.types);
     await catalog.putDestination(destination);
     return reply.code(201).send(redactDestination(destination));
   });
   app.put<{ Params: { id: string } }>('/destinations/:id', async (request) => {
     const body = { ...(request.body as object), id: request.params.id };
-    const destination = validateDestination(body, sourceIds(), otherDestinations(request.params.id));
+    const destination = validateDestination(body, sourceIds(), otherDestinations(request.params.id), catalog.types);
     await catalog.putDestination(destination);
     return redactDestination(destination);
   });
@@ -114,7 +115,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     if (!current) throw new FerryError('not_found', `no destination ${request.params.id}`);
     const patch = request.body;
     if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) throw new FerryError('bad_request', 'the body must be a JSON object');
-    const destination = validateDestination({ ...(mergePatch(current, patch) as object), id: current.id }, sourceIds(), otherDestinations(current.id));
+    const destination = validateDestination({ ...(mergePatch(current, patch) as object), id: current.id }, sourceIds(), otherDestinations(current.id), catalog.types);
     await catalog.putDestination(destination);
     return redactDestination(destination);
   });

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AudienceSettings } from '../config/model.js';
-import { buildAudienceIdentifyBody } from '../destinations/webhooks/body.js';
+import type { AudienceChangeNotice, DestinationType } from '../destinations/destination-type.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { NewDelivery } from '../store/store.js';
-import type { Clock } from '../util/clock.js';
+import { timersOf, type Clock, type TimerHandle } from '../util/clock.js';
 import type { EventBus } from '../events/event-bus.js';
 import type { AudienceRecord, MembershipChange, SyncOutcome } from '../model/audience.js';
 import type { AudienceStore } from '../store/audience-store.js';
@@ -27,12 +27,13 @@ export interface AudienceSyncOptions {
 
 /**
  * Keeps destinations up to date with audiences and computed traits: each sync sends one
- * identify per changed user to every enabled Webhooks destination of the audience, with the
- * trait `{ <name in snake_case>: true | false | count }`. Syncs run one at a time, in order.
+ * membership change per changed user to every enabled destination of the audience whose type
+ * takes audience changes (Webhooks: an identify call), with the trait
+ * `{ <name in snake_case>: true | false | count }`. Syncs run one at a time, in order.
  */
 export class AudienceSync {
   private queue: Promise<unknown> = Promise.resolve();
-  private timer: NodeJS.Timeout | undefined;
+  private timer: TimerHandle | undefined;
   private running = false;
   private readonly newMessageId: () => string;
 
@@ -63,7 +64,7 @@ export class AudienceSync {
     });
   }
 
-  /** Runs {@link syncAll} every `settings.syncIntervalMs` with real timers that do not keep the process alive. */
+  /** Runs {@link syncAll} every `settings.syncIntervalMs`, on the clock's timers (which do not keep the process alive). */
   start(): void {
     this.running = true;
     this.schedule();
@@ -72,7 +73,7 @@ export class AudienceSync {
   /** Stops the loop and waits for a sync in progress, so the store can close after. */
   async stop(): Promise<void> {
     this.running = false;
-    if (this.timer) clearTimeout(this.timer);
+    timersOf(this.o.clock).clearTimeout(this.timer);
     this.timer = undefined;
     await this.queue.catch(() => undefined);
   }
@@ -80,13 +81,12 @@ export class AudienceSync {
   private schedule(): void {
     if (!this.running) return;
     // The next sync is timed from the end of this one, so a slow sync never overlaps itself.
-    this.timer = setTimeout(() => {
+    this.timer = timersOf(this.o.clock).setTimeout(() => {
       this.timer = undefined;
       void this.syncAll()
         .catch((err: unknown) => this.o.logger.error({ err }, 'audience sync loop failed; retrying after the interval'))
         .finally(() => this.schedule());
     }, this.o.settings.syncIntervalMs);
-    this.timer.unref();
   }
 
   private serially<T>(run: () => Promise<T>): Promise<T> {
@@ -120,21 +120,32 @@ export class AudienceSync {
   private deliveriesFor(audience: AudienceRecord, changes: readonly MembershipChange[], syncCount: number, nowMs: number): NewDelivery[] {
     // A disabled destination gets nothing, as with events: it receives what happens after it is
     // turned on. A destination deleted since the audience was made is skipped the same way.
-    const targets = audience.destinationIds.filter((id) => {
-      const d = this.o.catalog.destination(id);
-      return d !== undefined && d.enabled && d.type === 'Webhooks';
-    });
+    const { catalog } = this.o;
+    const targets: { id: string; type: DestinationType }[] = [];
+    for (const id of audience.destinationIds) {
+      const d = catalog.destination(id);
+      const type = d?.enabled ? catalog.types.get(d.type) : undefined;
+      if (type?.renderAudienceChange) targets.push({ id, type });
+    }
     if (targets.length < audience.destinationIds.length) {
-      this.o.logger.debug({ audienceId: audience.id, sync: syncCount, active: targets }, 'audience changes skip disabled or deleted destinations');
+      this.o.logger.debug({ audienceId: audience.id, sync: syncCount, active: targets.map((t) => t.id) }, 'audience changes skip disabled or deleted destinations, and those whose type takes none');
     }
     if (targets.length === 0) return [];
     const trait = snakeCase(audience.name);
     const out: NewDelivery[] = [];
+    // Bodies rendered for one change, by type.
+    const bodies = new Map<DestinationType, string>();
     for (const change of changes) {
       // One messageId per change, shared by every destination: the same fact, sent to each.
       const messageId = this.newMessageId();
-      const body = buildAudienceIdentifyBody({ userId: change.userId, messageId, timestampMs: nowMs, traits: { [trait]: change.value } });
-      for (const destinationId of targets) out.push({ destinationId, kind: 'audience', body, messageId, userId: change.userId });
+      const notice: AudienceChangeNotice = { userId: change.userId, messageId, timestampMs: nowMs, traits: { [trait]: change.value } };
+      // Rendered once per type, as event bodies are.
+      bodies.clear();
+      for (const { id, type } of targets) {
+        let body = bodies.get(type);
+        if (body === undefined) bodies.set(type, (body = type.renderAudienceChange!(notice)));
+        out.push({ destinationId: id, kind: 'audience', body, messageId, userId: change.userId });
+      }
     }
     return out;
   }

@@ -2,6 +2,14 @@ import { createListener, formatEvent, type ReceivedWebhook } from '@ferry/webhoo
 import { displayUrl, startFromSettings } from './serve.js';
 import { readSettings } from './settings.js';
 import { stopOnSignals } from './stop-on-signals.js';
+import type { DestinationConfig } from '../config/model.js';
+import type { WebhooksSettings } from '../destinations/webhooks/settings.js';
+import { webhooksDestinationType } from '../destinations/webhooks/webhooks-destination.js';
+
+/** The demo shows a webhook arrive, so it follows the Webhooks destinations of the config. */
+function isWebhooks(d: DestinationConfig): d is DestinationConfig<WebhooksSettings> {
+  return d.type === webhooksDestinationType.type;
+}
 
 /** Options of `ferry dev`. */
 export interface DevOptions {
@@ -26,7 +34,7 @@ export async function devCommand(options: DevOptions): Promise<void> {
   let firstArrival: (event: ReceivedWebhook) => void = () => {};
   const arrived = new Promise<ReceivedWebhook>((r) => (firstArrival = r));
   const config0 = await import('../config/load.js').then((m) => m.applyEnvironment(m.loadConfigFile(settings.configPath, env), env));
-  const demo = config0.destinations.find((d) => d.enabled && d.settings.webhooks.length > 0);
+  const demo = config0.destinations.filter(isWebhooks).find((d) => d.enabled && d.settings.webhooks.length > 0);
   const listener = createListener({
     port: Number(options.listenPort),
     host: '127.0.0.1',
@@ -46,13 +54,17 @@ export async function devCommand(options: DevOptions): Promise<void> {
       ? config
       : {
           ...config,
-          destinations: config.destinations.map((d) => ({
-            ...d,
-            settings: {
-              ...d.settings,
-              webhooks: d.settings.webhooks.map((w) => (new URL(w.url).origin === configured ? { ...w, url: actual + new URL(w.url).pathname } : w)),
-            },
-          })),
+          destinations: config.destinations.map((d) =>
+            isWebhooks(d)
+              ? {
+                  ...d,
+                  settings: {
+                    ...d.settings,
+                    webhooks: d.settings.webhooks.map((w) => (new URL(w.url).origin === configured ? { ...w, url: actual + new URL(w.url).pathname } : w)),
+                  },
+                }
+              : d,
+          ),
         },
   );
   stopOnSignals(ferry, print, settings.drainMs);

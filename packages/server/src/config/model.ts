@@ -12,33 +12,24 @@ export interface SourceConfig {
   writeKey: string;
 }
 
-/** One endpoint of a Webhooks destination. */
-export interface WebhookEntry {
-  /** A full http:// or https:// URL. */
-  url: string;
-  /** At most 5 static headers; names cannot override Content-Type, Content-Length, Host, User-Agent or X-Signature. */
-  headers: Record<string, string>;
-}
-
-/** Settings of a destination of type `Webhooks`, after the single `webhookUrl` form has been folded into `webhooks`. */
-export interface WebhooksSettings {
-  /** 1 to 5 entries. */
-  webhooks: WebhookEntry[];
-  /** When set, every request carries X-Signature. Secret: never logged, never returned by the admin API. */
-  sharedSecret?: string;
-}
-
-/** A destination connected to one or more sources. */
-export interface DestinationConfig {
+/**
+ * A destination connected to one or more sources.
+ *
+ * @typeParam S Its settings, as its type's schema outputs them (`destinations/<type>/`).
+ */
+export interface DestinationConfig<S = unknown> {
   /** `[a-z0-9_-]+`, unique. */
   id: string;
-  /** The name used in a call's `integrations` map (case-sensitive). Only `Webhooks` exists today. */
-  type: 'Webhooks';
+  /**
+   * Its destination type, by the name used in a call's `integrations` map (case-sensitive):
+   * one the destination registry knows (`destinations/registry.ts`), such as `Webhooks`.
+   */
+  type: string;
   name: string;
   enabled: boolean;
   /** Ids of connected sources; each must exist. */
   sources: string[];
-  settings: WebhooksSettings;
+  settings: S;
 }
 
 /** Retry schedule of webhook delivery: exponential backoff with jitter inside a window. */

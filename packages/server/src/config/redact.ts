@@ -3,10 +3,10 @@
  * log. Write keys, shared secrets, static header values and URL query values never
  * appear: an operator recognises them by a hint, not by the secret.
  */
+import { builtInDestinationTypes, type DestinationRegistry } from '../destinations/registry.js';
 import type { DestinationConfig, FerryConfig, SourceConfig } from './model.js';
 
-/** Replaces a secret value wherever one would have appeared. */
-export const redacted = '[redacted]';
+export { redacted, redactUrl } from '../util/redact.js';
 
 /** Below this length, even four characters are too large a share of the key to show. */
 const minLengthForHint = 16;
@@ -22,20 +22,9 @@ export interface RedactedSource {
   writeKeyHint: string;
 }
 
-/** A webhook entry with header values and URL query values hidden. */
-export interface RedactedWebhookEntry {
-  url: string;
-  /** Header names as configured; every value is `[redacted]`, since headers carry credentials. */
-  headers: Record<string, string>;
-}
-
-/** A destination without its shared secret or header values. */
+/** A destination without its secrets: its settings as its type shows them. */
 export interface RedactedDestination extends Omit<DestinationConfig, 'settings'> {
-  settings: {
-    webhooks: RedactedWebhookEntry[];
-    /** Whether requests are signed; the secret itself is never shown. */
-    hasSharedSecret: boolean;
-  };
+  settings: object;
 }
 
 /** The whole configuration, safe to log at start-up. */
@@ -50,29 +39,6 @@ export function writeKeyHint(writeKey: string): string {
 }
 
 /**
- * A URL with the values of its query parameters hidden, since some receivers take a
- * token there (`?token=…`). Path segments are shown: a secret in the path (as in Slack's
- * hook URLs) cannot be told apart from an ordinary path.
- */
-export function redactUrl(url: string): string {
-  // The common case, on the delivery path: nothing that could be hidden, so no parsing.
-  if ((url.startsWith('https://') || url.startsWith('http://')) && !url.includes('?') && !url.includes('@')) return url;
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return redacted;
-  }
-  // Returned as written whenever nothing is hidden, so an API client sees its own URL back.
-  if (parsed.search === '' && parsed.username === '' && parsed.password === '') return url;
-  parsed.username = '';
-  parsed.password = '';
-  const names = [...parsed.searchParams.keys()];
-  parsed.search = names.map((name) => `${encodeURIComponent(name)}=${redacted}`).join('&');
-  return parsed.href;
-}
-
-/**
  * A source as the admin API returns it and as it is logged.
  *
  * @example
@@ -83,29 +49,30 @@ export function redactSource(source: SourceConfig): RedactedSource {
   return { id: source.id, name: source.name, writeKeyHint: writeKeyHint(source.writeKey) };
 }
 
-/** A destination as the admin API returns it and as it is logged. */
-export function redactDestination(destination: DestinationConfig): RedactedDestination {
-  return {
+/**
+ * How destinations of the types of `types` are shown by the admin API and logged: each type
+ * hides its own secrets.
+ */
+export function destinationRedactor(types: DestinationRegistry): (destination: DestinationConfig) => RedactedDestination {
+  return (destination) => ({
     id: destination.id,
     type: destination.type,
     name: destination.name,
     enabled: destination.enabled,
     sources: [...destination.sources],
-    settings: {
-      webhooks: destination.settings.webhooks.map((entry) => ({
-        url: redactUrl(entry.url),
-        headers: Object.fromEntries(Object.keys(entry.headers).map((name) => [name, redacted])),
-      })),
-      hasSharedSecret: destination.settings.sharedSecret !== undefined,
-    },
-  };
+    // A type no longer known (its stored destination outlived it) shows nothing of its settings.
+    settings: types.get(destination.type)?.redactSettings(destination.settings) ?? {},
+  });
 }
+
+/** A destination of a built-in type as the admin API returns it and as it is logged. */
+export const redactDestination = destinationRedactor(builtInDestinationTypes);
 
 /** The whole configuration, safe to log. */
 export function redactConfig(config: FerryConfig): RedactedConfig {
   return {
     ...config,
     sources: config.sources.map((s) => redactSource(s)),
-    destinations: config.destinations.map((d) => redactDestination(d)),
+    destinations: config.destinations.map(redactDestination),
   };
 }

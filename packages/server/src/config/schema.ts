@@ -25,149 +25,30 @@ import type {
   NetworkSettings,
   RetrySettings,
   SourceConfig,
-  WebhookEntry,
-  WebhooksSettings,
 } from './model.js';
+import { builtInDestinationTypes, type DestinationRegistry } from '../destinations/registry.js';
+import {
+  errorMap,
+  formatIssue,
+  isObjectPayload,
+  listOf,
+  rule,
+  strict,
+  stringField,
+  toConfigIssues,
+  type ConfigIssue,
+} from './schema-rules.js';
 
-/** Limits enforced by the schema. The first two come from the spec; the rest are sanity bounds. */
+// Where callers (the file loader, the audiences schema) have always found them.
+export { formatIssue, formatPath, toConfigIssues, type ConfigIssue } from './schema-rules.js';
+
+/** Sanity bounds enforced by the schema; each destination type bounds its own settings. */
 export const configLimits = Object.freeze({
-  /** Webhook URLs per destination (spec: 5). */
-  maxWebhooks: 5,
-  /** Static headers per webhook entry (spec: 5). */
-  maxHeadersPerWebhook: 5,
   maxIdLength: 64,
   maxNameLength: 200,
   maxWriteKeyLength: 256,
-  maxSharedSecretLength: 1024,
-  maxUrlLength: 2048,
-  maxHeaderNameLength: 256,
-  maxHeaderValueLength: 8192,
   maxAllowedNetworks: 100,
 });
-
-/**
- * Header names a webhook entry may not set, lower-cased. The first five are Ferry's own
- * (DESIGN.md); the rest are managed by the HTTP client, which refuses or mishandles them.
- */
-const ferryOwnedHeaders = ['content-type', 'content-length', 'host', 'user-agent', 'x-signature', 'x-ferry-source'] as const;
-const transportHeaders = [
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'transfer-encoding',
-  'te',
-  'trailer',
-  'upgrade',
-  'expect',
-  'content-encoding',
-] as const;
-
-/** The one destination type that exists, spelt as in a call's `integrations` map. */
-export const destinationTypes = ['Webhooks'] as const;
-
-// ---------------------------------------------------------------------------------------
-// Issues and paths
-
-/** One broken rule: where (`destinations[0].settings.webhooks`) and which rule. */
-export interface ConfigIssue {
-  /** Path inside the validated value, e.g. `destinations[0].settings.webhooks[5]`; empty for the top level. */
-  path: string;
-  message: string;
-}
-
-/**
- * Formats a path as a reader of the file would write it: `a.b[0].c`. Keys made of
- * letters, digits, `_`, `$` and `-` stay bare (`headers.X-Team`); others are quoted
- * (`headers["X Team"]`).
- */
-export function formatPath(path: readonly PropertyKey[]): string {
-  let out = '';
-  for (const key of path) {
-    if (typeof key === 'number') out += `[${key}]`;
-    else if (typeof key === 'symbol') out += `[${String(key)}]`;
-    else if (/^[A-Za-z0-9_$-]+$/.test(key)) out += out === '' ? key : `.${key}`;
-    else out += `[${JSON.stringify(key)}]`;
-  }
-  return out;
-}
-
-function describeValue(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'a list';
-  if (typeof value === 'object') return 'a mapping';
-  if (typeof value === 'string') return 'a string';
-  if (typeof value === 'number') return Number.isNaN(value) ? 'NaN' : 'a number';
-  return typeof value;
-}
-
-function describeExpected(expected: string): string {
-  switch (expected) {
-    case 'object':
-    case 'record':
-      return 'a mapping (object)';
-    case 'array':
-      return 'a list';
-    case 'int':
-      return 'an integer';
-    case 'boolean':
-      return 'true or false';
-    default:
-      return `a ${expected}`;
-  }
-}
-
-/** Messages for the issues that zod raises itself; the rules below raise their own. Values are never echoed. */
-const errorMap: z.core.$ZodErrorMap = (iss) => {
-  switch (iss.code) {
-    case 'invalid_type':
-      if (iss.input === undefined) return 'is required';
-      if (iss.expected === 'boolean' && typeof iss.input === 'string') {
-        return `must be true or false (got a string; a \${VAR} reference always yields a string)`;
-      }
-      if (iss.expected === 'number' && typeof iss.input === 'string') {
-        return `must be a number (got a string; a \${VAR} reference always yields a string)`;
-      }
-      return `must be ${describeExpected(iss.expected)} (got ${describeValue(iss.input)})`;
-    case 'unrecognized_keys':
-      return 'unknown key';
-    default:
-      return undefined;
-  }
-};
-
-/** A strict object whose unknown-key message lists the keys that are allowed. */
-function strict<T extends z.core.$ZodLooseShape>(shape: T) {
-  const allowed = Object.keys(shape).join(', ');
-  return z.strictObject(shape, {
-    error: (iss) => (iss.code === 'unrecognized_keys' ? `unknown key; allowed keys here: ${allowed}` : undefined),
-  });
-}
-
-/** Turns a rule (a function returning a message when broken) into a zod refinement. */
-function rule<T>(check: (value: T) => string | undefined) {
-  return (value: T, ctx: z.core.$RefinementCtx<T>): void => {
-    const message = check(value);
-    if (message !== undefined) ctx.addIssue({ code: 'custom', message, input: value });
-  };
-}
-
-/** Converts zod's issues to {@link ConfigIssue}s, one per unknown key. */
-export function toConfigIssues(error: z.core.$ZodError): ConfigIssue[] {
-  const out: ConfigIssue[] = [];
-  for (const iss of error.issues) {
-    if (iss.code === 'unrecognized_keys') {
-      for (const key of iss.keys) out.push({ path: formatPath([...iss.path, key]), message: iss.message });
-    } else {
-      out.push({ path: formatPath(iss.path), message: iss.message });
-    }
-  }
-  return out;
-}
-
-/** `path: message`, or the message alone at the top level. */
-export function formatIssue(issue: ConfigIssue): string {
-  return issue.path === '' ? issue.message : `${issue.path}: ${issue.message}`;
-}
 
 // ---------------------------------------------------------------------------------------
 // Scalars
@@ -206,93 +87,6 @@ const writeKeySchema = z.string().superRefine(
   }),
 );
 
-const sharedSecretSchema = z.string().superRefine(
-  rule((v: string) => {
-    // An empty secret is refused rather than read as "unsigned": a `${SECRET:-}` that
-    // silently turns signing off is a security downgrade nobody asked for.
-    if (v === '') return 'must not be empty (leave the key out to send unsigned requests)';
-    if (v.length > configLimits.maxSharedSecretLength) return `at most ${configLimits.maxSharedSecretLength} characters`;
-    return undefined;
-  }),
-);
-
-/** Why a webhook URL is refused, or undefined when it is acceptable. Exported for the admin API and tests. */
-export function checkWebhookUrl(v: string): string | undefined {
-  if (v.length > configLimits.maxUrlLength) return `at most ${configLimits.maxUrlLength} characters`;
-  // `new URL` silently strips surrounding whitespace and some controls; a URL that
-  // needed stripping is a copy-paste accident worth reporting.
-  if (/[\s\x00-\x1f\x7f]/.test(v)) return 'must not contain spaces or control characters';
-  let url: URL;
-  try {
-    url = new URL(v);
-  } catch {
-    return `must be a full URL including the http:// or https:// protocol (got ${JSON.stringify(v)})`;
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    return `must use the http:// or https:// protocol (got ${url.protocol}//)`;
-  }
-  if (url.hostname === '') return 'must name a host';
-  // Credentials in a URL end up in logs and API answers that show the URL; headers are
-  // redacted everywhere, so that is where credentials belong.
-  if (url.username !== '' || url.password !== '') {
-    return 'must not contain credentials (user:password@); send them in a header such as Authorization';
-  }
-  return undefined;
-}
-
-const urlSchema = z.string().superRefine(rule(checkWebhookUrl));
-
-// RFC 9110 token characters.
-const headerNamePattern = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-// What undici accepts in a header value: tab, visible ASCII, space and Latin-1.
-const headerValuePattern = /^[\t\x20-\x7e\x80-\xff]*$/;
-
-function checkHeaders(headers: Record<string, unknown>, ctx: z.core.$RefinementCtx<Record<string, unknown>>): void {
-  const names = Object.keys(headers);
-  if (names.length > configLimits.maxHeadersPerWebhook) {
-    ctx.addIssue({
-      code: 'custom',
-      message: `at most ${configLimits.maxHeadersPerWebhook} headers per webhook (got ${names.length})`,
-      input: headers,
-    });
-  }
-  const seen = new Map<string, string>();
-  for (const name of names) {
-    const value = headers[name];
-    const lower = name.toLowerCase();
-    const issue = (message: string) => ctx.addIssue({ code: 'custom', message, path: [name], input: value });
-    if (name === '' || !headerNamePattern.test(name) || name.length > configLimits.maxHeaderNameLength) {
-      issue(`header name ${JSON.stringify(name)} is not a valid HTTP token (letters, digits and !#$%&'*+-.^_\`|~)`);
-      continue;
-    }
-    if ((ferryOwnedHeaders as readonly string[]).includes(lower)) {
-      issue(
-        `header ${JSON.stringify(name)} cannot be set: Content-Type, Content-Length, Host, User-Agent, X-Signature and X-Ferry-Source are set by Ferry (any case)`,
-      );
-      continue;
-    }
-    if ((transportHeaders as readonly string[]).includes(lower)) {
-      issue(`header ${JSON.stringify(name)} cannot be set: it is managed by the HTTP client`);
-      continue;
-    }
-    const previous = seen.get(lower);
-    if (previous !== undefined) {
-      issue(`header ${JSON.stringify(name)} repeats ${JSON.stringify(previous)}; header names are case-insensitive`);
-      continue;
-    }
-    seen.set(lower, name);
-    if (typeof value !== 'string') {
-      issue(`header values must be strings (got ${describeValue(value)}; quote numbers in YAML)`);
-    } else if (/[\r\n\0]/.test(value)) {
-      issue('header values must not contain CR, LF or NUL (they would inject headers)');
-    } else if (!headerValuePattern.test(value)) {
-      issue('header values may contain only printable ASCII, tab and Latin-1 characters');
-    } else if (value.length > configLimits.maxHeaderValueLength) {
-      issue(`header values are at most ${configLimits.maxHeaderValueLength} characters`);
-    }
-  }
-}
-
 function boundedInt(min: number, max: number) {
   return z.number().superRefine(
     rule((v: number) =>
@@ -305,30 +99,6 @@ function boundedNumber(min: number, max: number) {
   return z.number().superRefine(
     rule((v: number) => (v >= min && v <= max ? undefined : `must be a number from ${min} to ${max} (got ${v})`)),
   );
-}
-
-/**
- * Cross-checks run with `{ when }` even where a part broke a rule of its own, so that a file
- * breaking several rules reports every one of them; they then see the raw input of the
- * broken parts, hence these guards.
- */
-function isArrayPayload(payload: { value: unknown }): boolean {
-  return Array.isArray(payload.value);
-}
-
-function isObjectPayload(payload: { value: unknown }): boolean {
-  return payload.value !== null && typeof payload.value === 'object' && !Array.isArray(payload.value);
-}
-
-/** `value[key]` when `value` is an object and that field a string. */
-function stringField(value: unknown, key: string): string | undefined {
-  const field = value !== null && typeof value === 'object' ? (value as Record<string, unknown>)[key] : undefined;
-  return typeof field === 'string' ? field : undefined;
-}
-
-/** `value` when it is a list, else an empty one. */
-function listOf(value: unknown): unknown[] {
-  return Array.isArray(value) ? value : [];
 }
 
 // ---------------------------------------------------------------------------------------
@@ -344,124 +114,61 @@ export const sourceSchema = strict({
 // ---------------------------------------------------------------------------------------
 // Destinations
 
-/** One webhook entry. Output: {@link WebhookEntry} with `headers` always present. */
-export const webhookEntrySchema = strict({
-  url: urlSchema,
-  // Values are typed inside checkHeaders, so that a wrong type does not hide the other header rules.
-  headers: z
-    .record(z.string(), z.unknown())
-    .superRefine(checkHeaders)
-    .transform((h) => h as Record<string, string>)
-    .optional(),
-}).transform((e): WebhookEntry => ({ url: e.url, headers: { ...(e.headers ?? {}) } }));
-
-const webhooksListSchema = z
-  .array(webhookEntrySchema)
-  .superRefine(
-    (list, ctx) => {
-      // Not `.max()`: zod stops at a size check and would hide every rule broken inside the entries.
-      if (list.length > configLimits.maxWebhooks)
-        ctx.addIssue({ code: 'custom', message: `at most ${configLimits.maxWebhooks} webhook URLs (got ${list.length})`, input: list });
-    },
-    { when: isArrayPayload },
-  )
-  .superRefine(
-    (list, ctx) => {
-      // Entries that broke a rule of their own are still compared by whatever URL they name.
-      const seen = new Map<string, number>();
-      list.forEach((entry, index) => {
-        const url = stringField(entry, 'url');
-        if (url === undefined) return;
-        const first = seen.get(url);
-        if (first === undefined) {
-          seen.set(url, index);
-          return;
-        }
-        ctx.addIssue({
-          code: 'custom',
-          message: `duplicate webhook URL (also webhooks[${first}]); it would receive every event twice`,
-          path: [index, 'url'],
-          input: url,
-        });
-      });
-    },
-    { when: isArrayPayload },
-  );
-
-/**
- * The `settings` of a Webhooks destination. `webhookUrl`, the spec's single-URL setting,
- * means the same as `webhooks[0].url`: given alone it becomes the only entry; given with
- * `webhooks` it must equal the first URL. Output: {@link WebhooksSettings}, always with
- * `webhooks`.
- */
-export const webhooksSettingsSchema = strict({
-  webhooks: webhooksListSchema.optional(),
-  webhookUrl: urlSchema.optional(),
-  sharedSecret: sharedSecretSchema.optional(),
-})
-  .superRefine((s, ctx) => {
-    const list = s.webhooks ?? [];
-    if (list.length === 0 && s.webhookUrl === undefined) {
-      ctx.addIssue({
-        code: 'custom',
-        message: 'at least one webhook URL is required (settings.webhooks or settings.webhookUrl)',
-        path: s.webhooks === undefined ? [] : ['webhooks'],
-        input: s,
-      });
-    }
-    const first = list[0];
-    if (first !== undefined && s.webhookUrl !== undefined && s.webhookUrl !== first.url) {
-      ctx.addIssue({
-        code: 'custom',
-        message: 'webhookUrl means the same as webhooks[0].url; give one of them, or the same URL in both',
-        path: ['webhookUrl'],
-        input: s.webhookUrl,
-      });
-    }
-  })
-  .transform((s): WebhooksSettings => {
-    const webhooks = s.webhooks !== undefined && s.webhooks.length > 0 ? s.webhooks : [];
-    if (webhooks.length === 0 && s.webhookUrl !== undefined) webhooks.push({ url: s.webhookUrl, headers: {} });
-    const out: WebhooksSettings = { webhooks };
-    if (s.sharedSecret !== undefined) out.sharedSecret = s.sharedSecret;
-    return out;
-  });
-
 /**
  * One destination as written in the file or sent to the admin API, without the check that
  * its sources exist (that needs the other sources: see {@link validateDestination}).
  * `sources` is required and may be empty: a destination connected to nothing receives
- * nothing, which lets one be prepared before its sources exist.
+ * nothing, which lets one be prepared before its sources exist. `settings` are checked by
+ * the schema of the destination's type, from the registry.
  */
-export const destinationSchema = strict({
-  id: idSchema,
-  type: z.string().superRefine(
-    rule((v: string) =>
-      (destinationTypes as readonly string[]).includes(v)
-        ? undefined
-        : `unknown destination type ${JSON.stringify(v)}; the only type is "Webhooks" (case-sensitive)`,
+function destinationSchemaFor(types: DestinationRegistry) {
+  const names = types.names();
+  return strict({
+    id: idSchema,
+    type: z.string().superRefine(
+      rule((v: string) =>
+        types.get(v)
+          ? undefined
+          : `unknown destination type ${JSON.stringify(v)}; ${
+              names.length === 1 ? `the only type is ${JSON.stringify(names[0])}` : `the types are ${names.map((n) => JSON.stringify(n)).join(', ')}`
+            } (case-sensitive)`,
+      ),
     ),
-  ),
-  name: nameSchema.optional(),
-  enabled: z.boolean().optional(),
-  sources: z.array(z.string()).superRefine((ids, ctx) => {
-    ids.forEach((id, index) => {
-      if (ids.indexOf(id) !== index) {
-        ctx.addIssue({ code: 'custom', message: `source ${JSON.stringify(id)} is listed twice`, path: [index], input: id });
-      }
+    name: nameSchema.optional(),
+    enabled: z.boolean().optional(),
+    sources: z.array(z.string()).superRefine((ids, ctx) => {
+      ids.forEach((id, index) => {
+        if (ids.indexOf(id) !== index) {
+          ctx.addIssue({ code: 'custom', message: `source ${JSON.stringify(id)} is listed twice`, path: [index], input: id });
+        }
+      });
+    }),
+    // Checked below by the type's own schema, which needs the type.
+    settings: z.unknown(),
+  })
+    .superRefine(
+      (d, ctx) => {
+        const type = typeof d.type === 'string' ? types.get(d.type) : undefined;
+        if (!type) return;
+        const result = type.settingsSchema.safeParse(d.settings, { error: errorMap });
+        if (!result.success) for (const issue of result.error.issues) ctx.addIssue({ ...issue, path: ['settings', ...issue.path] });
+      },
+      { when: isObjectPayload },
+    )
+    .transform((d): DestinationConfig => {
+      // Parsed again for the type's output (defaults, folded forms); a failure here was
+      // reported by the refinement above, and the result is a failure whatever this returns.
+      const settings = types.get(d.type)?.settingsSchema.safeParse(d.settings);
+      return {
+        id: d.id,
+        type: d.type,
+        name: d.name ?? d.id,
+        enabled: d.enabled ?? defaultDestinationEnabled,
+        sources: [...d.sources],
+        settings: settings?.success ? settings.data : z.NEVER,
+      };
     });
-  }),
-  settings: webhooksSettingsSchema,
-}).transform(
-  (d): DestinationConfig => ({
-    id: d.id,
-    type: 'Webhooks',
-    name: d.name ?? d.id,
-    enabled: d.enabled ?? defaultDestinationEnabled,
-    sources: [...d.sources],
-    settings: d.settings,
-  }),
-);
+}
 
 // ---------------------------------------------------------------------------------------
 // Tuning sections: partial overrides merged over defaults.ts
@@ -586,76 +293,91 @@ function findDuplicates<T>(
  * default to empty lists; the tuning sections default to `defaults.ts`. Cross-checks: ids
  * unique, write keys unique, every destination's sources exist. Output: {@link FerryConfig}.
  */
-export const ferryConfigSchema = strict({
-  sources: z.array(sourceSchema).optional(),
-  destinations: z.array(destinationSchema).optional(),
-  delivery: deliverySettingsSchema.optional(),
-  network: networkSettingsSchema.optional(),
-  audiences: audienceSettingsSchema.optional(),
-})
-  .superRefine(
-    (c, ctx) => {
-      const sources = listOf(c.sources);
-      const destinations = listOf(c.destinations);
-      findDuplicates(
-        sources,
-        (s) => stringField(s, 'id'),
-        (i, first) =>
-          ctx.addIssue({
-            code: 'custom',
-            message: `duplicate source id ${JSON.stringify(stringField(sources[i], 'id'))} (also sources[${first}])`,
-            path: ['sources', i, 'id'],
-            input: undefined,
-          }),
-      );
-      findDuplicates(
-        sources,
-        (s) => stringField(s, 'writeKey'),
-        (i, first) =>
-          ctx.addIssue({
-            code: 'custom',
-            message: `the same write key as sources[${first}]; write keys must be unique, since the key identifies the source`,
-            path: ['sources', i, 'writeKey'],
-            input: undefined,
-          }),
-      );
-      findDuplicates(
-        destinations,
-        (d) => stringField(d, 'id'),
-        (i, first) =>
-          ctx.addIssue({
-            code: 'custom',
-            message: `duplicate destination id ${JSON.stringify(stringField(destinations[i], 'id'))} (also destinations[${first}])`,
-            path: ['destinations', i, 'id'],
-            input: undefined,
-          }),
-      );
-      const sourceIds = new Set(sources.map((s) => stringField(s, 'id')).filter((id): id is string => id !== undefined));
-      destinations.forEach((d, i) => {
-        const connected = d !== null && typeof d === 'object' ? (d as { sources?: unknown }).sources : undefined;
-        listOf(connected).forEach((id, j) => {
-          if (typeof id === 'string' && !sourceIds.has(id)) {
+function ferryConfigSchemaFor(destinationSchema: ReturnType<typeof destinationSchemaFor>) {
+  return strict({
+    sources: z.array(sourceSchema).optional(),
+    destinations: z.array(destinationSchema).optional(),
+    delivery: deliverySettingsSchema.optional(),
+    network: networkSettingsSchema.optional(),
+    audiences: audienceSettingsSchema.optional(),
+  })
+    .superRefine(
+      (c, ctx) => {
+        const sources = listOf(c.sources);
+        const destinations = listOf(c.destinations);
+        findDuplicates(
+          sources,
+          (s) => stringField(s, 'id'),
+          (i, first) =>
             ctx.addIssue({
               code: 'custom',
-              message: unknownSourceMessage(id, sourceIds),
-              path: ['destinations', i, 'sources', j],
-              input: id,
-            });
-          }
+              message: `duplicate source id ${JSON.stringify(stringField(sources[i], 'id'))} (also sources[${first}])`,
+              path: ['sources', i, 'id'],
+              input: undefined,
+            }),
+        );
+        findDuplicates(
+          sources,
+          (s) => stringField(s, 'writeKey'),
+          (i, first) =>
+            ctx.addIssue({
+              code: 'custom',
+              message: `the same write key as sources[${first}]; write keys must be unique, since the key identifies the source`,
+              path: ['sources', i, 'writeKey'],
+              input: undefined,
+            }),
+        );
+        findDuplicates(
+          destinations,
+          (d) => stringField(d, 'id'),
+          (i, first) =>
+            ctx.addIssue({
+              code: 'custom',
+              message: `duplicate destination id ${JSON.stringify(stringField(destinations[i], 'id'))} (also destinations[${first}])`,
+              path: ['destinations', i, 'id'],
+              input: undefined,
+            }),
+        );
+        const sourceIds = new Set(sources.map((s) => stringField(s, 'id')).filter((id): id is string => id !== undefined));
+        destinations.forEach((d, i) => {
+          const connected = d !== null && typeof d === 'object' ? (d as { sources?: unknown }).sources : undefined;
+          listOf(connected).forEach((id, j) => {
+            if (typeof id === 'string' && !sourceIds.has(id)) {
+              ctx.addIssue({
+                code: 'custom',
+                message: unknownSourceMessage(id, sourceIds),
+                path: ['destinations', i, 'sources', j],
+                input: id,
+              });
+            }
+          });
         });
-      });
-    },
-    { when: isObjectPayload },
-  )
-  .transform(
-    (c): FerryConfig => ({
-      sources: c.sources ?? [],
-      destinations: c.destinations ?? [],
-      delivery: c.delivery ?? deliverySettingsSchema.parse({}),
-      network: c.network ?? networkSettingsSchema.parse({}),
-      audiences: c.audiences ?? audienceSettingsSchema.parse({}),
-    }),
-  );
+      },
+      { when: isObjectPayload },
+    )
+    .transform(
+      (c): FerryConfig => ({
+        sources: c.sources ?? [],
+        destinations: c.destinations ?? [],
+        delivery: c.delivery ?? deliverySettingsSchema.parse({}),
+        network: c.network ?? networkSettingsSchema.parse({}),
+        audiences: c.audiences ?? audienceSettingsSchema.parse({}),
+      }),
+    );
+}
+
+/** The schemas of one registry, built once: zod schemas are costly to build and cheap to reuse. */
+const schemasByRegistry = new WeakMap<DestinationRegistry, { destination: ReturnType<typeof destinationSchemaFor>; config: ReturnType<typeof ferryConfigSchemaFor> }>();
+
+function schemasFor(types: DestinationRegistry) {
+  let schemas = schemasByRegistry.get(types);
+  if (!schemas) {
+    const destination = destinationSchemaFor(types);
+    schemas = { destination, config: ferryConfigSchemaFor(destination) };
+    schemasByRegistry.set(types, schemas);
+  }
+  return schemas;
+}
 
 function unknownSourceMessage(id: string, known: ReadonlySet<string>): string {
   const list = [...known].map((s) => JSON.stringify(s)).join(', ');
@@ -675,9 +397,13 @@ export function validateWith<S extends z.ZodType>(schema: S, input: unknown): Va
   return { ok: false, issues: toConfigIssues(result.error) };
 }
 
-/** Validates a whole configuration object (already `${VAR}`-expanded). */
-export function validateConfig(input: unknown): ValidationResult<FerryConfig> {
-  return validateWith(ferryConfigSchema, input);
+/**
+ * Validates a whole configuration object (already `${VAR}`-expanded).
+ *
+ * @param types The destination types a destination may have; default the built-in ones.
+ */
+export function validateConfig(input: unknown, types: DestinationRegistry = builtInDestinationTypes): ValidationResult<FerryConfig> {
+  return validateWith(schemasFor(types).config, input);
 }
 
 function invalid(issues: readonly ConfigIssue[]): FerryError {
@@ -718,7 +444,8 @@ export function validateSource(input: unknown, otherSources: readonly SourceConf
  *   must be one of them.
  * @param otherDestinationIds Ids it must not clash with; when replacing a destination,
  *   leave the replaced one out.
- * @returns The destination with defaults applied and `webhookUrl` folded into `webhooks`.
+ * @param types The destination types it may have; default the built-in ones.
+ * @returns The destination with defaults applied, its settings as its type's schema outputs them.
  * @throws FerryError `invalid_settings` (400) naming the path and rule, or `conflict` (409)
  *   when the id is taken.
  */
@@ -726,8 +453,9 @@ export function validateDestination(
   input: unknown,
   knownSourceIds: Iterable<string>,
   otherDestinationIds: Iterable<string> = [],
+  types: DestinationRegistry = builtInDestinationTypes,
 ): DestinationConfig {
-  const result = validateWith(destinationSchema, input);
+  const result = validateWith(schemasFor(types).destination, input);
   if (!result.ok) throw invalid(result.issues);
   const destination = result.value;
   const known = new Set(knownSourceIds);

@@ -1,7 +1,6 @@
 import type { RetrySettings } from '../config/model.js';
-import { redactUrl } from '../config/redact.js';
-import type { SendResult } from '../destinations/webhooks/sender.js';
-import type { AttemptOutcome, ErrorClass } from '../model/attempt.js';
+import { redactUrl } from '../util/redact.js';
+import type { AttemptOutcome, ErrorClass, ExchangeResult } from '../model/attempt.js';
 
 /**
  * Which failed attempts are worth another try, as data. Every 5xx (the spec retries them),
@@ -20,7 +19,7 @@ export const retryPolicy = {
 } as const satisfies { retryableStatuses: readonly number[]; retryableStatusRange: readonly [number, number]; retryableErrorClasses: readonly ErrorClass[] };
 
 /** Whether one URL's result is a temporary failure. */
-export function isRetryable(result: SendResult): boolean {
+export function isRetryable(result: ExchangeResult): boolean {
   const status = result.statusCode;
   if (status !== undefined) {
     const [low, high] = retryPolicy.retryableStatusRange;
@@ -30,7 +29,7 @@ export function isRetryable(result: SendResult): boolean {
 }
 
 /** Whether one URL's result is a success. */
-export function isSuccess(result: SendResult): boolean {
+export function isSuccess(result: ExchangeResult): boolean {
   return result.statusCode !== undefined && result.statusCode >= 200 && result.statusCode < 300;
 }
 
@@ -49,7 +48,7 @@ export function withJitter(delayMs: number, jitter: number, random: () => number
 }
 
 /** One line describing a result, for `last_error` and logs; a token in the URL's query is hidden. */
-export function describeResult(result: SendResult): string {
+export function describeResult(result: ExchangeResult): string {
   const what =
     result.statusCode !== undefined
       ? `HTTP ${result.statusCode}`
@@ -59,7 +58,7 @@ export function describeResult(result: SendResult): string {
 
 /** Inputs of {@link decideOutcome}. */
 export interface DecisionInput {
-  results: SendResult[];
+  results: ExchangeResult[];
   /** How many attempts had been made before this one. */
   previousAttempts: number;
   /** Start of the retry window (the first attempt's start). */

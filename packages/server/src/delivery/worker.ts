@@ -2,21 +2,19 @@ import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { DeliverySettings, DestinationConfig } from '../config/model.js';
-import type { SendResult, WebhookSender } from '../destinations/webhooks/sender.js';
-import { signatureFor, sourceHeaderValue, webhookHeaders } from '../destinations/webhooks/request.js';
+import type { AttemptContext } from '../destinations/destination-type.js';
+import type { WebhookSender } from '../destinations/http/sender.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { AttemptOutcome, AttemptRecord } from '../model/attempt.js';
-import type { ClaimedDelivery, HeldLease, Store } from '../store/store.js';
-import type { Clock } from '../util/clock.js';
-import { RepeatedErrorLog } from '../util/repeated-error-log.js';
-import { redactUrl } from '../config/redact.js';
-import { readyLimits, RecentSlowest, type ResolvedDeliverySettings } from './ready-limits.js';
+import type { ClaimedDelivery, Store } from '../store/store.js';
+import { timersOf, type Clock } from '../util/clock.js';
+import { redactUrl } from '../util/redact.js';
+import type { SendGuard } from './guards.js';
+import { Pacing } from './pacing.js';
+import type { ResolvedDeliverySettings } from './ready-limits.js';
 import { decideOutcome } from './retry-policy.js';
-
-/** How long a slow exchange keeps the jobs held ready shallow: between one and two of these. */
-const paceWindowMs = 10_000;
-/** While claims keep failing the same way (a full disk, a database down), one log line per this long. */
-const claimErrorLogIntervalMs = 60_000;
+import { Scheduler } from './scheduler.js';
+import { Slots } from './slots.js';
 
 /** What a timeout log line says happens next, by the attempt's outcome. */
 const afterTimeout: Record<AttemptOutcome['status'], string> = {
@@ -34,56 +32,41 @@ export interface DeliveryEvents {
   'worker:error': [{ error: unknown }];
 }
 
-/** What the worker needs. Time, randomness and transport are injected. */
+/** What the worker needs. Time (timers included), randomness and transport are injected. */
 export interface DeliveryWorkerOptions {
   store: Store;
   catalog: Catalog;
+  /** The HTTP transport that destination types which POST (Webhooks) send through. */
   sender: WebhookSender;
   settings: DeliverySettings;
+  /** Decisions, leases and the poll loop's waits run on it (its `timers`, else Node's). */
   clock: Clock;
   logger: Logger;
   random?: () => number;
+  /** Per-endpoint checks before each send (rate limits, circuit breakers); none by default. */
+  guards?: readonly SendGuard[];
   /** Lease owner name; unique per worker. */
   owner?: string;
 }
 
 /**
- * Claims due delivery jobs under a lease and sends them. Concurrency is bounded overall and
- * per destination, so an endpoint that never answers occupies only its own slots.
+ * Claims due delivery jobs under a lease and sends them, each attempt made by its
+ * destination's type. Concurrency is bounded overall and per destination, so an endpoint that
+ * never answers occupies only its own slots. The claim side (polling, fairness, jobs held
+ * ready, guards, hand-backs) is the {@link Scheduler}; slots are {@link Slots}, the pace of
+ * each endpoint {@link Pacing}; this class runs attempts, records their outcomes and reports
+ * them as events.
  */
 export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   readonly owner: string;
-  private total = 0;
   private readonly running = new Set<Promise<void>>();
-  /** Leased jobs waiting for a free slot, per destination id, in claim order. */
-  private readonly ready = new Map<string, { job: ClaimedDelivery; leasedUntilMs: number }[]>();
-  /** Jobs in {@link ready} over all destinations, kept as they come and go (read per destination per round). */
-  private readyCount = 0;
-  private stopped = true;
-  private timer: NodeJS.Timeout | undefined;
-  private immediate: NodeJS.Immediate | undefined;
-  /** Set by stop() only (a worker driven by hand through tick() is never "started"). */
-  private halted = false;
-  /** The loop round in progress, if any. */
-  private current: Promise<void> | undefined;
-  private rotation = 0;
-  private readyRotation = 0;
-  /** Jobs whose exchange is over and whose outcome is not yet recorded (still leased). */
-  private recording = 0;
-  private wakeRequested = false;
-  /** Set by a claim round that left a destination alone because too few of its slots were free. */
-  private waitingForSlots = false;
+  private readonly slots: Slots;
+  private readonly pacing: Pacing;
+  private readonly scheduler: Scheduler;
   private readonly random: () => number;
-  /** The slowest exchange lately, per destination id and over all, for {@link readyLimits}. */
-  private readonly slowest = new Map<string, RecentSlowest>();
-  private readonly slowestAny = new RecentSlowest(paceWindowMs);
-  /** The catalog's list of enabled destinations as {@link forgetInactive} last saw it. */
-  private checkedActive: readonly DestinationConfig[] | undefined;
-  /** Exchanges in flight (busy slots) per destination id, oldest first (a Set keeps insertion order). */
-  private readonly exchanges = new Map<string, Set<{ startedAtMs: number }>>();
-
   private readonly o: DeliveryWorkerOptions & { settings: ResolvedDeliverySettings };
-  private readonly claimErrors: RepeatedErrorLog;
+  /** What every attempt gets besides its job and destination. */
+  private readonly attemptContext: AttemptContext;
 
   constructor(options: DeliveryWorkerOptions) {
     super();
@@ -91,265 +74,43 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     this.o = { ...options, settings: { ...settings, claimBatchSize: settings.claimBatchSize ?? store.defaultClaimBatchSize } };
     this.owner = options.owner ?? `worker-${process.pid}-${randomUUID().slice(0, 8)}`;
     this.random = options.random ?? Math.random;
-    this.claimErrors = new RepeatedErrorLog({
-      logger: options.logger,
+    this.attemptContext = { timeoutMs: settings.timeoutMs, clock: options.clock, logger: options.logger, http: options.sender };
+    this.slots = new Slots(settings);
+    this.pacing = new Pacing(this.slots);
+    this.scheduler = new Scheduler({
+      store,
+      catalog: options.catalog,
+      settings: this.o.settings,
       clock: options.clock,
-      intervalMs: claimErrorLogIntervalMs,
-      message: 'delivery claim failed; retrying after the poll interval',
-      recoveredMessage: 'delivery claims work again',
+      timers: timersOf(options.clock),
+      logger: options.logger,
+      owner: this.owner,
+      slots: this.slots,
+      pacing: this.pacing,
+      guards: options.guards ?? [],
+      send: (job, destination) => this.track(this.process(job, destination)),
+      track: (work) => this.track(work),
+      onError: (error) => this.emit('worker:error', { error }),
     });
   }
 
-  /** Starts the polling loop (real timers). Tests may instead call {@link tick} directly. */
+  /** Starts the polling loop, on the clock's timers. Tests may instead call {@link tick} directly. */
   start(): void {
-    this.stopped = false;
-    this.schedule(0);
+    this.scheduler.start();
   }
 
   /** Asks for a claim round soon, e.g. after ingestion committed new jobs. */
   wake(): void {
-    if (this.stopped) return;
-    if (this.current) {
-      this.wakeRequested = true;
-      return;
-    }
-    this.schedule(0);
-  }
-
-  /**
-   * Runs the loop after `delayMs`; 0 means at the end of this turn of the event loop
-   * (setImmediate, not a 1 ms timer). Many wakes in one turn share one round.
-   */
-  private schedule(delayMs: number): void {
-    if (this.stopped) return;
-    if (delayMs <= 0) {
-      if (this.immediate) return;
-      this.clearScheduled();
-      this.immediate = setImmediate(() => this.runLoop());
-      return;
-    }
-    this.clearScheduled();
-    this.timer = setTimeout(() => this.runLoop(), delayMs);
-  }
-
-  /**
-   * One loop round at a time: with a store whose claims are real I/O (PostgreSQL), a wake or a
-   * timer during a round must not start a second one that claims against the same counters.
-   */
-  private runLoop(): void {
-    this.timer = undefined;
-    this.immediate = undefined;
-    if (this.current) {
-      this.wakeRequested = true;
-      return;
-    }
-    this.current = this.loop().finally(() => (this.current = undefined));
-  }
-
-  private clearScheduled(): void {
-    if (this.timer) clearTimeout(this.timer);
-    if (this.immediate) clearImmediate(this.immediate);
-    this.timer = undefined;
-    this.immediate = undefined;
-  }
-
-  private async loop(): Promise<void> {
-    let claimed = 0;
-    this.waitingForSlots = false;
-    try {
-      claimed = await this.tick();
-      this.claimErrors.resolved();
-    } catch (error) {
-      this.claimErrors.report(error);
-      this.emit('worker:error', { error });
-      // Not sooner, even with jobs due: a store that cannot claim now will not a moment later.
-      if (!this.stopped) this.schedule(this.o.settings.pollIntervalMs);
-      return;
-    }
-    if (this.stopped) return;
-    // Full slots: the next round starts when a job finishes (see process()).
-    if (claimed > 0 || this.wakeRequested) {
-      this.wakeRequested = false;
-      if (this.total < this.o.settings.concurrency) this.schedule(0);
-      return;
-    }
-    // Due work waits for slots that are busy (or for records of finished jobs): the job that
-    // frees them wakes the loop, so there is no need to ask the store when the next is due.
-    if (this.waitingForSlots && this.total + this.recording > 0) {
-      this.schedule(this.o.settings.pollIntervalMs);
-      return;
-    }
-    const next = await this.o.store.nextDueAt(this.o.catalog.enabledDestinations().map((d) => d.id)).catch(() => null);
-    if (this.stopped) return;
-    if (this.wakeRequested) {
-      this.wakeRequested = false;
-      this.schedule(0);
-      return;
-    }
-    const untilDue = next === null ? Infinity : Math.max(0, next - this.o.clock.now());
-    this.schedule(Math.min(this.o.settings.pollIntervalMs, untilDue));
-  }
-
-  /**
-   * The slowest exchange lately of one destination (`id`) or of all, for {@link readyLimits}.
-   * An exchange still in flight counts with its age so far, so that an endpoint that stops
-   * answering makes the next claims shallow at once, not only when its first timeout ends;
-   * but only a finished exchange can show that an endpoint is fast.
-   */
-  private slowestExchange(nowMs: number, id?: string): number | undefined {
-    const recent = id === undefined ? this.slowestAny.value(nowMs) : this.slowest.get(id)?.value(nowMs);
-    if (recent === undefined) return undefined;
-    // A Set keeps insertion order: its first exchange is its oldest.
-    const age = (started: Set<{ startedAtMs: number }> | undefined): number => {
-      for (const e of started ?? []) return nowMs - e.startedAtMs;
-      return 0;
-    };
-    let oldest = 0;
-    if (id !== undefined) oldest = age(this.exchanges.get(id));
-    else for (const started of this.exchanges.values()) oldest = Math.max(oldest, age(started));
-    return Math.max(recent, oldest);
-  }
-
-  /** Busy slots of a destination: its exchanges in flight. */
-  private busy(destinationId: string): number {
-    return this.exchanges.get(destinationId)?.size ?? 0;
-  }
-
-  private recordExchange(destinationId: string, ms: number): void {
-    const now = this.o.clock.now();
-    let pace = this.slowest.get(destinationId);
-    if (!pace) this.slowest.set(destinationId, (pace = new RecentSlowest(paceWindowMs)));
-    pace.record(ms, now);
-    this.slowestAny.record(ms, now);
+    this.scheduler.wake();
   }
 
   /**
    * One claim round: for every enabled destination with room, lease due jobs and start
-   * sending them as far as the concurrency limits allow (the rest wait, leased, for a slot:
-   * see {@link readyLimits}). Resolves with the number claimed, before the sends finish.
+   * sending them as far as the concurrency limits allow. Resolves with the number claimed,
+   * before the sends finish.
    */
-  async tick(): Promise<number> {
-    const { settings } = this.o;
-    let claimed = 0;
-    // Over all destinations once per round; per destination below.
-    const anyExchangeMs = this.slowestExchange(this.o.clock.now());
-    // Start each round at the next destination, so that when slots are scarce the ones late
-    // in the list are not always offered what is left.
-    const active = this.o.catalog.enabledDestinations();
-    this.forgetInactive(active);
-    const offset = active.length > 0 ? this.rotation++ % active.length : 0;
-    for (let i = 0; i < active.length; i++) {
-      const destination = active[(offset + i) % active.length]!;
-      this.startReady(destination);
-      const busy = this.busy(destination.id);
-      const ready = this.ready.get(destination.id)?.length ?? 0;
-      const nowMs = this.o.clock.now();
-      const { perDestination: readyLimit, total: readyTotalLimit } = readyLimits(settings, {
-        destination: this.slowestExchange(nowMs, destination.id),
-        any: anyExchangeMs,
-      });
-      // Refill in batches: while a destination holds most of what it may, wait until half of
-      // it is free, so that one claim query serves many jobs rather than one each.
-      const refillAt = Math.max(1, Math.floor(Math.min(settings.perDestinationConcurrency + readyLimit, settings.claimBatchSize) / 2));
-      const room = Math.min(
-        settings.perDestinationConcurrency + readyLimit - busy - ready,
-        // Jobs waiting for their outcome to be recorded count too: if the store falls behind,
-        // claiming stops rather than piling up sent jobs whose records wait in memory.
-        settings.concurrency + readyTotalLimit - this.total - this.readyCount - this.recording,
-        settings.claimBatchSize,
-      );
-      if (room <= 0 || (room < refillAt && busy + ready > 0)) {
-        this.waitingForSlots = true;
-        continue;
-      }
-      const jobs = await this.o.store.claim({ destinationId: destination.id, owner: this.owner, nowMs, leaseMs: settings.leaseMs, limit: room });
-      claimed += jobs.length;
-      // Stopped while the claim was under way: start nothing; stop() hands these back.
-      if (this.halted) return claimed;
-      if (jobs.length === 0) continue;
-      let queue = this.ready.get(destination.id);
-      if (!queue) this.ready.set(destination.id, (queue = []));
-      for (const job of jobs) queue.push({ job, leasedUntilMs: nowMs + settings.leaseMs });
-      this.readyCount += jobs.length;
-      this.startReady(destination);
-    }
-    return claimed;
-  }
-
-  /** Starts ready jobs of a destination while its slots and the global ones allow. */
-  private startReady(destination: DestinationConfig): void {
-    const queue = this.ready.get(destination.id);
-    if (!queue || queue.length === 0) return;
-    const { settings, clock } = this.o;
-    let late: HeldLease[] | undefined;
-    while (
-      queue.length > 0 &&
-      this.busy(destination.id) < settings.perDestinationConcurrency &&
-      this.total < settings.concurrency
-    ) {
-      const { job, leasedUntilMs } = queue.shift()!;
-      this.readyCount--;
-      // A job that waited so long that its lease could run out during its exchange (the head
-      // within timeoutMs, then at most 1 s for the body) is not started, so that no two workers
-      // ever send it at the same time; it goes back to the queue, due at once, rather than
-      // waiting out its lease. (A job claimed for a free slot starts at once and never meets
-      // this: the lease rule asks for 2 x timeoutMs + 1 s.)
-      if (clock.now() + settings.timeoutMs + 1000 > leasedUntilMs) {
-        (late ??= []).push({ id: job.id, leasedUntilMs });
-        continue;
-      }
-      this.track(this.process(job, destination));
-    }
-    if (late) this.handBack(late, destination.id, 'waited too long for a slot');
-  }
-
-  /**
-   * Returns to the queue, due again at once, jobs this worker holds but will not send. If that
-   * fails they still come back when their leases run out: nothing is lost, so log and go on.
-   */
-  private handBack(leases: HeldLease[], destinationId: string, why: string): void {
-    this.o.logger.debug({ destinationId, jobs: leases.length }, `jobs held ready ${why}; handed back`);
-    this.track(
-      this.o.store.releaseLeases(this.owner, this.o.clock.now(), leases).then(
-        () => this.wake(),
-        (error: unknown) => {
-          this.o.logger.warn({ err: error, destinationId, jobs: leases.length }, 'jobs held ready could not be handed back; they come back when their leases run out');
-          this.emit('worker:error', { error });
-        },
-      ),
-    );
-  }
-
-  /**
-   * After a slot frees: start ready jobs of every enabled destination (the global limit is
-   * shared), beginning at the next destination each time, so that when global slots are
-   * scarce the ready jobs of the ones late in the list are not always served last.
-   */
-  private startAllReady(): void {
-    if (this.ready.size === 0) return;
-    const active = this.o.catalog.enabledDestinations();
-    const offset = active.length > 0 ? this.readyRotation++ % active.length : 0;
-    for (let i = 0; i < active.length; i++) this.startReady(active[(offset + i) % active.length]!);
-  }
-
-  /**
-   * At the first claim round after the catalog changed: jobs held ready for a destination
-   * disabled or deleted meanwhile are not sent, and go back to the queue (a deleted
-   * destination's are dead letters already, and stay so); what is known of such a
-   * destination's pace is forgotten. The catalog's list is the same array until it changes.
-   */
-  private forgetInactive(active: readonly DestinationConfig[]): void {
-    if (active === this.checkedActive) return;
-    this.checkedActive = active;
-    const enabled = new Set(active.map((d) => d.id));
-    for (const [id, queue] of [...this.ready]) {
-      if (enabled.has(id)) continue;
-      this.readyCount -= queue.length;
-      this.ready.delete(id);
-      if (queue.length > 0) this.handBack(queue.map((r) => ({ id: r.job.id, leasedUntilMs: r.leasedUntilMs })), id, 'of a destination no longer enabled');
-    }
-    for (const id of [...this.slowest.keys()]) if (!enabled.has(id)) this.slowest.delete(id);
-    for (const [id, set] of [...this.exchanges]) if (set.size === 0 && !enabled.has(id)) this.exchanges.delete(id);
+  tick(): Promise<number> {
+    return this.scheduler.tick();
   }
 
   private track(p: Promise<void>): void {
@@ -372,26 +133,19 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   }
 
   private async process(job: ClaimedDelivery, destination: DestinationConfig): Promise<void> {
-    this.total++;
-    const exchange = { startedAtMs: this.o.clock.now() };
-    let started = this.exchanges.get(destination.id);
-    if (!started) this.exchanges.set(destination.id, (started = new Set()));
-    started.add(exchange);
+    const { clock } = this.o;
+    const exchange = this.slots.take(destination.id, clock.now());
     let released = false;
     // The slot bounds requests to the endpoint, so it frees as soon as the exchange is over:
     // recording the outcome (the job stays leased until then) overlaps the next request.
     const release = (): void => {
       if (released) return;
       released = true;
+      this.slots.release(destination.id, exchange);
       // How long the slot was taken, response body included, for the next ready limits.
-      started.delete(exchange);
-      this.recordExchange(destination.id, this.o.clock.now() - exchange.startedAtMs);
-      this.recording++;
-      this.total--;
-      if (!this.stopped) {
-        this.startAllReady();
-        this.wake();
-      }
+      const nowMs = clock.now();
+      this.pacing.record(destination.id, nowMs - exchange.startedAtMs, nowMs);
+      this.scheduler.slotFreed();
     };
     try {
       await this.attempt(job, destination, release);
@@ -401,24 +155,16 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       this.emit('worker:error', { error });
     } finally {
       release();
-      this.recording--;
-      // A round that found no room (records of finished jobs count against it) can go on now.
-      if (!this.stopped && this.waitingForSlots) this.wake();
+      this.slots.recorded();
+      this.scheduler.recorded();
     }
   }
 
   private async attempt(job: ClaimedDelivery, destination: DestinationConfig, release: () => void): Promise<void> {
-    const { clock, settings, sender, logger } = this.o;
-    const startedAtMs = clock.now();
-    const firstAttemptAtMs = job.firstAttemptAtMs ?? startedAtMs;
-    const body = Buffer.from(job.body);
-    const signature = signatureFor(destination.settings, body);
-    const source = sourceHeaderValue(job);
-    const { webhooks } = destination.settings;
-    const sendTo = (entry: (typeof webhooks)[number]): Promise<SendResult> =>
-      sender.send({ url: entry.url, headers: webhookHeaders(entry, signature, source), body, timeoutMs: settings.timeoutMs });
-    // Most destinations have one URL: no array of promises to gather for it.
-    const results: SendResult[] = webhooks.length === 1 ? [await sendTo(webhooks[0]!)] : await Promise.all(webhooks.map(sendTo));
+    const { clock, settings, logger } = this.o;
+    const firstAttemptAtMs = job.firstAttemptAtMs ?? clock.now();
+    // The catalog routes and delivers only destinations of a type it knows.
+    const results = await this.o.catalog.types.get(destination.type)!.attempt(job, destination, this.attemptContext);
     release();
     const nowMs = clock.now();
     const outcome: AttemptOutcome = decideOutcome({
@@ -470,14 +216,9 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
    * worker still holds back to the queue so another worker (or the next start) sends it.
    */
   async stop(graceMs = 10_000): Promise<void> {
-    this.stopped = true;
-    this.halted = true;
-    this.clearScheduled();
-    // A round in progress finishes its claim first, so that releaseLeases sees those jobs too.
-    await this.current;
     // Ready jobs are never started now; releaseLeases below hands them back with the rest.
-    this.ready.clear();
-    this.readyCount = 0;
+    await this.scheduler.halt();
+    // Real time, not the clock's: a stop must end even while a test's manual clock stands still.
     let timeout: NodeJS.Timeout | undefined;
     await Promise.race([this.settled(), new Promise<void>((r) => (timeout = setTimeout(r, graceMs)))]);
     if (timeout) clearTimeout(timeout);

@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { buildWebhookBody } from '../destinations/webhooks/body.js';
 import { FerryError, type ErrorCode } from '../errors/error-codes.js';
 import type { EventBus } from '../events/event-bus.js';
 import type { Catalog } from '../routing/catalog.js';
 import { routeMessage } from '../routing/route.js';
 import type { NewEvent, NewRejection, Store } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
-import type { CallType } from './message.js';
+import type { CallType } from '../model/message.js';
 import { normalizeMessage, readEnvelope } from './normalize.js';
 import { readJsonBody, writeKeyFromBasicAuth } from './read-body.js';
 
@@ -84,9 +83,6 @@ export async function ingestRequest(req: IngestRequest, deps: IngestDeps): Promi
       return;
     }
     const m = result.message;
-    const routed = routeMessage(m.integrations, destinations);
-    // The body is the same for every Webhooks destination: serialise it once.
-    const body = routed.length > 0 ? buildWebhookBody(m) : '';
     events.push({
       sourceId: source.id,
       messageId: m.messageId,
@@ -96,7 +92,7 @@ export async function ingestRequest(req: IngestRequest, deps: IngestDeps): Promi
       event: m.type === 'track' ? m.event : undefined,
       receivedAtMs,
       json: result.json,
-      deliveries: routed.map((d) => ({ destinationId: d.id, kind: 'event' as const, body })),
+      deliveries: routeMessage(m, destinations, deps.catalog.types),
     });
   });
 

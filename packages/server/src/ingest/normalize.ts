@@ -9,8 +9,10 @@
  */
 import type { ErrorCode } from '../errors/error-codes.js';
 import { isWithinJsonDepth, maxMessageDepth } from './json-depth.js';
-import type { CallType, Envelope, IngestMeta, NormalizeResult, NormalizedMessage } from './message.js';
-import { formatUtcMs, isFormattableMs, parseIsoTimestamp } from './timestamps.js';
+import type { CallType, NormalizedMessage } from '../model/message.js';
+import { formatUtcMs, isFormattableMs } from '../model/timestamps.js';
+import type { Envelope, IngestMeta, NormalizeResult } from './message.js';
+import { parseIsoTimestamp } from './timestamps.js';
 
 /** At most this many messages in one `/v1/batch` request (Segment's limit). */
 export const maxBatchMessages = 2_500;

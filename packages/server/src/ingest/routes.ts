@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { BodyBudget } from './body-budget.js';
 import { ingestAdmission } from './ingest-admission.js';
-import { callTypes, type CallType } from './message.js';
+import { callTypes, type CallType } from '../model/message.js';
 import { ingestLimits } from './read-body.js';
 import { ingestRequest, type IngestDeps } from './ingest-request.js';
 

@@ -5,11 +5,8 @@
  * to March, `"Jan 2 2024"` parses, a date-time without offset is read in the server's local
  * zone), so the same client would be stored differently on two servers.
  */
+import { maxTimestampMs, minTimestampMs } from '../model/timestamps.js';
 
-/** `0000-01-01T00:00:00.000Z`: the earliest instant {@link formatUtcMs} writes with a four-digit year. */
-export const minTimestampMs = -62_167_219_200_000;
-/** `9999-12-31T23:59:59.999Z`: the latest instant {@link formatUtcMs} writes with a four-digit year. */
-export const maxTimestampMs = 253_402_300_799_999;
 
 const msPerMinute = 60_000;
 // Date.UTC maps years 0..99 to 1900..1999; the Gregorian calendar repeats every 400 years,
@@ -104,25 +101,6 @@ export function parseIsoTimestamp(s: string): number | undefined {
   return ms < minTimestampMs || ms > maxTimestampMs ? undefined : ms;
 }
 
-/**
- * Writes ms since the epoch the way Ferry stores and sends every timestamp:
- * `2024-01-02T03:04:05.678Z` (UTC, always milliseconds, four-digit year).
- *
- * @throws RangeError when `ms` is not finite or lies outside {@link minTimestampMs}..{@link maxTimestampMs}:
- * callers check the range first, so this is misuse.
- */
-export function formatUtcMs(ms: number): string {
-  if (!isFormattableMs(ms)) {
-    throw new RangeError(`formatUtcMs: ${ms} is outside years 0000..9999`);
-  }
-  // For years 0000..9999 toISOString writes exactly this form; it is native and fast.
-  return new Date(ms).toISOString();
-}
-
-/** True when `ms` can be written by {@link formatUtcMs} (false for NaN and infinities). */
-export function isFormattableMs(ms: number): boolean {
-  return ms >= minTimestampMs && ms <= maxTimestampMs;
-}
 
 /** The value of `count` decimal digits at `start`, or -1 if any is not a digit (or is missing). */
 function digits(s: string, start: number, count: number): number {

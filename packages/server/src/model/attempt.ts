@@ -1,9 +1,30 @@
 /**
- * The vocabulary of a delivery attempt: what the webhook transport reports, what the retry
- * policy decides, and what the store records. It lives below the stages that speak it
- * (store, destinations, delivery) and imports nothing, so none of them reaches up into
- * another for a word.
+ * The vocabulary of a delivery attempt: what a destination type reports of each exchange,
+ * what the retry policy decides, and what the store records. It lives below the stages that
+ * speak it (store, destinations, delivery) and imports nothing, so none of them reaches up
+ * into another for a word.
  */
+
+/**
+ * What happened to one exchange of an attempt: one request to one target (a webhook URL).
+ * Always a value: a destination type reports a failure here rather than throwing.
+ */
+export interface ExchangeResult {
+  /** The target, as the attempt log shows it once redacted (for Webhooks, the URL). */
+  url: string;
+  /** When the exchange started, ms since the epoch (from the injected clock). */
+  startedAtMs: number;
+  latencyMs: number;
+  /** Present when a response arrived. */
+  statusCode?: number;
+  /** Present when the exchange did not end in a 2xx. */
+  errorClass?: ErrorClass;
+  errorMessage?: string;
+  /** The first KB of the response body, decoded as UTF-8 (lossy). */
+  responseBody?: string;
+  /** From a `Retry-After` header (seconds or HTTP date), in ms from now. */
+  retryAfterMs?: number;
+}
 
 /** Why an attempt failed, as recorded in the attempt log. */
 export type ErrorClass =

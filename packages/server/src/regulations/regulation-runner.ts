@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { EventBus } from '../events/event-bus.js';
-import { buildDeleteBody } from '../destinations/webhooks/body.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { AffectedSources, DeleteNotice, Regulation, Store } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
@@ -9,9 +8,9 @@ import type { Clock } from '../util/clock.js';
 /**
  * Carries out deletion requests: purges everything stored of the users and of the identities
  * linked to them (see `Store.executeRegulation`), then queues one `delete` notice per user for
- * every enabled Webhooks destination connected to an affected source: one that held events of
- * that user, or one the request names. Requests are stored first, so one interrupted by a
- * crash is carried out at the next start.
+ * every enabled destination whose type takes deletion notices (Webhooks does) connected to an
+ * affected source: one that held events of that user, or one the request names. Requests are
+ * stored first, so one interrupted by a crash is carried out at the next start.
  */
 export class RegulationRunner {
   private queue: Promise<void> = Promise.resolve();
@@ -59,10 +58,11 @@ export class RegulationRunner {
       const notices: DeleteNotice[] = [];
       for (const [userId, held] of Object.entries(affected)) {
         const sources = new Set([...held, ...named]);
-        for (const destination of catalog.destinations()) {
-          if (!destination.enabled || destination.type !== 'Webhooks') continue;
+        for (const destination of catalog.enabledDestinations()) {
+          const type = catalog.types.get(destination.type)!;
+          if (!type.renderDeleteNotice) continue;
           const sourceId = destination.sources.find((s) => sources.has(s));
-          if (sourceId !== undefined) notices.push({ destinationId: destination.id, sourceId, userId, body: buildDeleteBody(userId, nowMs) });
+          if (sourceId !== undefined) notices.push({ destinationId: destination.id, sourceId, userId, body: type.renderDeleteNotice(userId, nowMs) });
         }
       }
       return notices;

@@ -1,8 +1,10 @@
 import { EventEmitter } from 'node:events';
 import type { DestinationConfig, SourceConfig } from '../config/model.js';
+import { builtInDestinationTypes, type DestinationRegistry } from '../destinations/registry.js';
 import { FerryError } from '../errors/error-codes.js';
 import type { Store } from '../store/store.js';
-import type { Clock } from '../util/clock.js';
+import type { Logger } from 'pino';
+import { timersOf, type Clock, type TimerHandle } from '../util/clock.js';
 
 /**
  * Sources and destinations as the running server sees them: loaded from the store, where the
@@ -17,10 +19,18 @@ export class Catalog extends EventEmitter<{ 'catalog:reloaded': [] }> {
   private enabled: readonly DestinationConfig[] = [];
   /** Enabled destinations per source id, rebuilt on every change. */
   private routes = new Map<string, DestinationConfig[]>();
+  /** The next {@link refreshEvery} reload, while refreshing. */
+  private refreshTimer: TimerHandle | undefined;
+  private refreshing = false;
 
+  /**
+   * @param types The destination types this server knows; a stored destination of another
+   *   type (one no longer registered) is neither routed to nor delivered.
+   */
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
+    readonly types: DestinationRegistry = builtInDestinationTypes,
   ) {
     super();
   }
@@ -49,9 +59,36 @@ export class Catalog extends EventEmitter<{ 'catalog:reloaded': [] }> {
     this.sourcesById = new Map(sources.map((s) => [s.id, s]));
     this.sourcesByKey = new Map(sources.map((s) => [s.writeKey, s]));
     this.destinationsById = new Map(destinations.map((d) => [d.id, d]));
-    this.enabled = Object.freeze(destinations.filter((d) => d.enabled));
-    this.routes = new Map(sources.map((s) => [s.id, destinations.filter((d) => d.enabled && d.sources.includes(s.id))]));
+    const active = destinations.filter((d) => d.enabled && this.types.get(d.type) !== undefined);
+    this.enabled = Object.freeze(active);
+    this.routes = new Map(sources.map((s) => [s.id, active.filter((d) => d.sources.includes(s.id))]));
     this.emit('catalog:reloaded');
+  }
+
+  /**
+   * Reloads every `intervalMs` on the clock's timers, so that admin edits made on another node
+   * take effect here; a failed reload keeps the last catalogue and is logged. Until
+   * {@link stopRefreshing}.
+   */
+  refreshEvery(intervalMs: number, logger: Logger): void {
+    this.refreshing = true;
+    const timers = timersOf(this.clock);
+    const next = (): void => {
+      if (!this.refreshing) return;
+      this.refreshTimer = timers.setTimeout(() => {
+        this.reload()
+          .catch((err: unknown) => logger.warn({ err }, 'could not reload sources and destinations; keeping the last ones'))
+          .finally(next);
+      }, intervalMs);
+    };
+    next();
+  }
+
+  /** Stops {@link refreshEvery}. */
+  stopRefreshing(): void {
+    this.refreshing = false;
+    timersOf(this.clock).clearTimeout(this.refreshTimer);
+    this.refreshTimer = undefined;
   }
 
   /** The source a write key belongs to (ingestion's authentication), if any. */
@@ -79,12 +116,12 @@ export class Catalog extends EventEmitter<{ 'catalog:reloaded': [] }> {
     return [...this.destinationsById.values()];
   }
 
-  /** Every enabled destination, in id order; the same array until the next change. */
+  /** Every enabled destination of a known type, in id order; the same array until the next change. */
   enabledDestinations(): readonly DestinationConfig[] {
     return this.enabled;
   }
 
-  /** Enabled destinations connected to a source. */
+  /** Enabled destinations of a known type connected to a source. */
   enabledDestinationsOf(sourceId: string): readonly DestinationConfig[] {
     return this.routes.get(sourceId) ?? [];
   }

@@ -1,15 +1,21 @@
-/** Time as the pipeline sees it. Injected so retries, timeouts and windows are tested without waiting. */
+/**
+ * Time as the pipeline sees it, timers included. Injected so retries, timeouts, waits and
+ * windows are tested without waiting.
+ */
 export interface Clock {
   /** Milliseconds since the epoch. */
   now(): number;
+  /** Timers that run on this clock; without them, Node's own ({@link timersOf}). */
+  readonly timers?: Timers;
 }
 
 /** Opaque handle of a timer set through {@link Timers}. */
 export type TimerHandle = unknown;
 
 /**
- * Timers as a component that enforces a time limit sees them (the webhook sender). Injected
- * beside a {@link Clock} so a limit can be reached in a test by moving a manual clock.
+ * Timers as a component that waits or enforces a time limit sees them (the webhook sender, the
+ * delivery worker's poll loop, the audience sync and catalogue refresh intervals). They come
+ * with a {@link Clock}, so a limit is reached in a test by moving a manual clock.
  */
 export interface Timers {
   /** Runs `fn` once, `ms` from now. */
@@ -18,14 +24,22 @@ export interface Timers {
   clearTimeout(handle: TimerHandle): void;
 }
 
-/** The wall clock. */
-export const systemClock: Clock = { now: () => Date.now() };
-
-/** Node's own timers. */
+/**
+ * Node's own timers. None keeps the process alive by itself: what a timer waits for (a
+ * request, a server) does.
+ */
 export const systemTimers: Timers = {
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  setTimeout: (fn, ms) => setTimeout(fn, ms).unref(),
   clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout | undefined),
 };
+
+/** The wall clock, with Node's timers. */
+export const systemClock: Clock = { now: () => Date.now(), timers: systemTimers };
+
+/** The timers of a clock: its own, or Node's when it brings none. */
+export function timersOf(clock: Clock): Timers {
+  return clock.timers ?? systemTimers;
+}
 
 interface ManualTimer {
   atMs: number;

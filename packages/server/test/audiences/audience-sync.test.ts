@@ -477,10 +477,14 @@ for (const backend of backends) {
     });
 
     describe('the sync loop runs while Ferry delivers', () => {
-      test('start() syncs on the interval and the worker sends the change; stop() ends the loop', async () => {
+      test('start() syncs on the interval of the clock and the worker sends the change; stop() ends the loop', async () => {
         const { store, cleanup } = await backend.open();
         const receiver = await startReceiver();
-        const ferry = await startFerry(testConfig([webhooksDestination('hooks', [`${receiver.url}/hooks`], { sources: [] })], { audiences: { syncIntervalMs: 5 } }), store ? { store } : {});
+        const clock = new ManualClock();
+        const ferry = await startFerry(testConfig([webhooksDestination('hooks', [`${receiver.url}/hooks`], { sources: [] })], { audiences: { syncIntervalMs: 60_000 } }), {
+          clock,
+          ...(store ? { store } : {}),
+        });
         try {
           const created = await ferry.admin('POST', '/audiences', {
             id: 'trial',
@@ -490,8 +494,11 @@ for (const backend of backends) {
           });
           assert.equal(created.status, 201);
           assert.equal(created.json.sync.added, 0);
-          // Nobody calls sync: only the loop can notice the new member.
+          // Nobody calls sync: only the loop can notice the new member, once its interval is over.
           await ferry.send('/v1/identify', { userId: 'loop-1', traits: { plan: 'trial' } });
+          clock.advance(59_999);
+          assert.deepEqual((await ferry.admin('GET', '/deliveries')).json.deliveries, [], 'nothing synced before the interval ended');
+          clock.advance(1);
           const [got] = await receiver.waitFor(1);
           assert.deepEqual(got!.json.traits, { trial_users: true });
           assert.equal(got!.json.userId, 'loop-1');

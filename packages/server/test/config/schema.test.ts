@@ -3,12 +3,12 @@ import { describe, it } from 'node:test';
 import { defaultDeliverySettings, defaultRetrySettings } from '../../src/config/defaults.js';
 import {
   checkCidr,
-  checkWebhookUrl,
   validateConfig,
   validateDestination,
   validateSource,
   type ConfigIssue,
 } from '../../src/config/schema.js';
+import { checkWebhookUrl } from '../../src/destinations/webhooks/settings-schema.js';
 import { FerryError } from '../../src/errors/error-codes.js';
 
 /** A valid file; each case below changes one thing. */

@@ -9,13 +9,19 @@ import { within } from '../helpers/within.js';
 test('a claim that keeps failing is logged once in full, then once a minute with its count', async () => {
   const clock = new ManualClock();
   const { lines, logger } = capturedLogger();
-  // The worker's loop runs on real timers every 5 ms; the log's minute runs on the manual clock.
+  // The worker's loop and the log's minute both run on the manual clock: each 5 ms it moves
+  // is one more claim round.
   const config = testConfig([webhooksDestination('hooks', ['http://127.0.0.1:9/'])], { delivery: { pollIntervalMs: 5 } });
   const ferry = await startFerry(config, { clock, logger });
   const { worker } = ferry.ferry;
-  const failures = (n: number) =>
+  /** Moves the clock `stepMs` and waits for the claim round that follows to fail, `n` times. */
+  const failures = (n: number, stepMs = 5) =>
     within(10_000, `${n} failed claims`, (async () => {
-      for (let i = 0; i < n; i++) await once(worker, 'worker:error');
+      for (let i = 0; i < n; i++) {
+        const failed = once(worker, 'worker:error');
+        clock.advance(stepMs);
+        await failed;
+      }
     })());
   try {
     // A real fault: the store goes away under the running worker, and every claim fails alike.
@@ -25,8 +31,7 @@ test('a claim that keeps failing is logged once in full, then once a minute with
     assert.equal(claimLines().length, 1, '20 failures within the same minute: one line');
     assert.match(claimLines()[0]!.err.stack, /the store is closed\n\s+at /);
 
-    clock.advance(60_000);
-    await failures(1);
+    await failures(1, 60_000);
     assert.equal(claimLines().length, 2);
     const repeat = claimLines()[1]!;
     assert.match(repeat.msg, /^delivery claim failed; retrying after the poll interval; the same error repeated \d+ times in the last 60 s$/);

@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, test } from 'node:test';
 import type { FerryOptions } from '../../src/app.js';
 import type { FerryConfig } from '../../src/config/model.js';
+import type { Pacing } from '../../src/delivery/pacing.js';
 import { readyLimits } from '../../src/delivery/ready-limits.js';
-import { createHttpSender } from '../../src/destinations/webhooks/http-sender.js';
-import type { SendRequest, SendResult, WebhookSender } from '../../src/destinations/webhooks/sender.js';
+import { createHttpSender } from '../../src/destinations/http/http-sender.js';
+import type { SendRequest, SendResult, WebhookSender } from '../../src/destinations/http/sender.js';
 import { ManualClock } from '../../src/util/clock.js';
 import { capturedLogger } from '../helpers/captured-logger.js';
 import { startFerry, testConfig, webhooksDestination, type TestFerry } from '../helpers/ferry.js';
@@ -427,8 +428,8 @@ describe('delivery decisions', () => {
       assert.equal(leased.length, 400, '16 sending and 384 ready, not 16 and 80');
       // Exchanges in flight count with their age: 3 s unanswered make the next claims shallow
       // at once (54,000 / (2 x 3,000) = 9 per slot), before any of them times out.
-      const worker = ferry.ferry.worker as unknown as { slowestExchange(nowMs: number, id?: string): number | undefined };
-      const limits = () => readyLimits(settings, { destination: worker.slowestExchange(clock.now(), 'hooks'), any: worker.slowestExchange(clock.now()) });
+      const { pacing } = ferry.ferry.worker as unknown as { pacing: Pacing };
+      const limits = () => readyLimits(settings, { destination: pacing.slowestExchange(clock.now(), 'hooks'), any: pacing.slowestExchange(clock.now()) });
       assert.equal(limits().perDestination, 400);
       clock.advance(3000);
       assert.equal(limits().perDestination, 16 * 9);

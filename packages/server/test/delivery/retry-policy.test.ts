@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { defaultRetrySettings } from '../../src/config/defaults.js';
 import { baseDelayMs, decideOutcome, isRetryable, withJitter } from '../../src/delivery/retry-policy.js';
-import type { SendResult } from '../../src/destinations/webhooks/sender.js';
+import type { SendResult } from '../../src/destinations/http/sender.js';
 
 const at = (over: Partial<SendResult>): SendResult => ({ url: 'https://x.example.com/h', startedAtMs: 0, latencyMs: 1, ...over });
 const hour = 3_600_000;

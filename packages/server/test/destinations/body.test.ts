@@ -5,7 +5,7 @@ import {
   buildDeleteBody,
   buildWebhookBody,
 } from '../../src/destinations/webhooks/body.js';
-import type { NormalizedMessage } from '../../src/ingest/message.js';
+import type { NormalizedMessage } from '../../src/model/message.js';
 import { normalizeMessage } from '../../src/ingest/normalize.js';
 
 const ts = '2024-01-02T03:04:05.678Z';

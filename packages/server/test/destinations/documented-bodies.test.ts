@@ -5,7 +5,7 @@ import { libraryInfo } from '@ferry/analytics';
 import { signBody } from '@ferry/webhooks';
 import { buildAudienceIdentifyBody, buildDeleteBody, buildWebhookBody } from '../../src/destinations/webhooks/body.js';
 import { webhookHeaders } from '../../src/destinations/webhooks/request.js';
-import type { NormalizedMessage } from '../../src/ingest/message.js';
+import type { NormalizedMessage } from '../../src/model/message.js';
 
 /** A page of docs/ as text. */
 const doc = (name: string): string => readFileSync(new URL(`../../../../docs/${name}`, import.meta.url), 'utf8');

@@ -5,8 +5,8 @@ import { createServer as createHttpServer, type IncomingHttpHeaders, type Incomi
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { createHttpSender, parseRetryAfter, classify, RESPONSE_BODY_WAIT_MS } from '../../src/destinations/webhooks/http-sender.js';
-import type { SendRequest, SendResult, WebhookSender } from '../../src/destinations/webhooks/sender.js';
+import { createHttpSender, parseRetryAfter, classify, RESPONSE_BODY_WAIT_MS } from '../../src/destinations/http/http-sender.js';
+import type { SendRequest, SendResult, WebhookSender } from '../../src/destinations/http/sender.js';
 import { ManualClock } from '../../src/util/clock.js';
 import { turn, until } from '../helpers/until.js';
 

@@ -3,7 +3,7 @@ import type { LookupAddress } from 'node:dns';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { createHttpSender } from '../../src/destinations/webhooks/http-sender.js';
+import { createHttpSender } from '../../src/destinations/http/http-sender.js';
 import {
   createGuardedLookup,
   isAddressAllowed,
@@ -12,7 +12,7 @@ import {
   SSRF_REFUSED,
   type NetworkPolicy,
   type ResolveAll,
-} from '../../src/destinations/webhooks/ssrf-guard.js';
+} from '../../src/destinations/http/ssrf-guard.js';
 
 // Every address below is only ever passed to pure functions or to a fake resolver; the only
 // requests these tests send go to a receiver on 127.0.0.1.

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { ErrorCode } from '../../src/errors/error-codes.js';
-import type { Envelope, IngestMeta, NormalizedMessage } from '../../src/ingest/message.js';
+import type { Envelope, IngestMeta } from '../../src/ingest/message.js';
+import type { NormalizedMessage } from '../../src/model/message.js';
 import {
   maxBatchMessages,
   maxMessageBytes,

@@ -1,13 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import {
-  formatUtcMs,
-  isFormattableMs,
-  maxTimestampMs,
-  minTimestampMs,
-  parseIsoTimestamp,
-} from '../../src/ingest/timestamps.js';
+import { parseIsoTimestamp } from '../../src/ingest/timestamps.js';
+import { formatUtcMs, isFormattableMs, maxTimestampMs, minTimestampMs } from '../../src/model/timestamps.js';
 
 function parsed(s: string): string | undefined {
   const ms = parseIsoTimestamp(s);

@@ -20,8 +20,8 @@ import type {
   ScreenBody,
   TrackBody,
 } from '@ferry/webhooks';
-import type { NormalizedMessage } from '../../ingest/message.js';
-import { formatUtcMs } from '../../ingest/timestamps.js';
+import type { NormalizedMessage } from '../../model/message.js';
+import { formatUtcMs } from '../../model/timestamps.js';
 
 /**
  * The body for one stored call.

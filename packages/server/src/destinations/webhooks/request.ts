@@ -1,5 +1,5 @@
 import { SOURCE_HEADER, signBody } from '@ferry/webhooks';
-import type { WebhookEntry, WebhooksSettings } from '../../config/model.js';
+import type { WebhookEntry, WebhooksSettings } from './settings.js';
 import type { ClaimedDelivery } from '../../store/store.js';
 import { userAgent } from '../../util/version.js';
 

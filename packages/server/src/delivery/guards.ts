@@ -1,0 +1,25 @@
+import type { DestinationConfig } from '../config/model.js';
+
+/**
+ * A per-endpoint check consulted before each send (a rate limit, a circuit breaker). It may
+ * hold a destination's sends until a time: the jobs go back to the queue as they were (no
+ * attempt made, none counted or logged, the retry window of a job never attempted not
+ * started), and the worker claims none of that destination's jobs before then.
+ */
+export interface SendGuard {
+  /**
+   * Before a job of `destination` is sent at `nowMs`: `undefined` lets it go; a time later than
+   * `nowMs` holds the destination's sends until then.
+   */
+  holdUntil(destination: DestinationConfig, nowMs: number): number | undefined;
+}
+
+/** The latest time any guard holds a destination until, or `undefined` when none holds it. */
+export function heldUntil(guards: readonly SendGuard[], destination: DestinationConfig, nowMs: number): number | undefined {
+  let until: number | undefined;
+  for (const guard of guards) {
+    const t = guard.holdUntil(destination, nowMs);
+    if (t !== undefined && t > nowMs && (until === undefined || t > until)) until = t;
+  }
+  return until;
+}
