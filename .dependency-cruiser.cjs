@@ -37,10 +37,10 @@ module.exports = {
   forbidden: [
     {
       name: 'no-circular',
-      comment: 'An import cycle makes load order matter. A cycle closed by an `import type` only is no cycle at run time, and is allowed.',
+      comment: 'An import cycle, even one of types only, hides which module is the lower one.',
       severity: 'error',
       from: { path: '^packages/[^/]+/src/' },
-      to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] } },
+      to: { circular: true },
     },
     {
       name: 'ingest-imports-no-destination',
