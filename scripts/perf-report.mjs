@@ -12,7 +12,6 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const read = (path) => (existsSync(join(root, path)) ? JSON.parse(readFileSync(join(root, path), 'utf8')) : undefined);
 const client = read('bench/client/results/latest.json');
 const server = read('bench/results/server-summary.json');
-const backlog = read('bench/results/backlog-memory.json');
 
 const n = (v, digits = 0) => (typeof v === 'number' ? v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : 'n/a');
 const x = (v) => (typeof v === 'number' ? `${n(v, 2)}x` : 'n/a');

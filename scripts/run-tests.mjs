@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 // Runs every *.test.ts under packages/*/test with Node's own test runner, TypeScript loaded
 // through tsx and workspace packages resolved to their sources (the "ferry-source" export
-// condition), so the tests never depend on a stale build.
-import { spawn } from 'node:child_process';
+// condition), so the tests never depend on a stale build. An unfiltered run first checks
+// formatting, the layering and the lint, and stops before any test when one of them fails;
+// `npm test -- <filter>` runs only the tests it names.
+import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +31,17 @@ const files = ['packages']
 if (files.length === 0) {
   console.error('no test files matched');
   process.exit(1);
+}
+
+if (filters.length === 0) {
+  const failed = ['format:check', 'depcheck', 'lint'].filter((check) => {
+    console.log(`> npm run ${check}`);
+    return spawnSync('npm', ['run', '--silent', check], { cwd: root, stdio: 'inherit' }).status !== 0;
+  });
+  if (failed.length > 0) {
+    console.error(`\nnpm test: ${failed.map((c) => `npm run ${c}`).join(', ')} failed (above); no test was run.`);
+    process.exit(1);
+  }
 }
 
 const child = spawn(

@@ -171,12 +171,15 @@ async function rawPost(m: any) {
   return { ok, failed, ms };
 }
 
-process.on('message', async (m: any) => {
+// answer() reports its own failure to the parent, so nothing waits on it here.
+process.on('message', (m: any) => void answer(m));
+
+async function answer(m: any): Promise<void> {
   const handlers: Record<string, (m: any) => Promise<unknown>> = { autocannon: runAutocannon, fill, paced, 'raw-post': rawPost };
   try {
     process.send!({ id: m.id, ...((await handlers[m.cmd]!(m)) as object) });
   } catch (error) {
     process.send!({ id: m.id, error: String((error as Error).stack ?? error) });
   }
-});
+}
 process.on('disconnect', () => process.exit(0));

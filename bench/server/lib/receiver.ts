@@ -67,7 +67,10 @@ function listen(mode: 'ok' | 'hang', port: number): Promise<number> {
   });
 }
 
-process.on('message', async (msg: any) => {
+// A failed command rejects unhandled and ends this child, which fails the benchmark that sent it.
+process.on('message', (msg: any) => void answer(msg));
+
+async function answer(msg: any): Promise<void> {
   const reply = (data: Record<string, unknown> = {}) => process.send!({ id: msg.id, ...data });
   switch (msg.cmd) {
     case 'listen':
@@ -96,5 +99,5 @@ process.on('message', async (msg: any) => {
       arrivals = [];
       return reply();
   }
-});
+}
 process.on('disconnect', () => process.exit(0));

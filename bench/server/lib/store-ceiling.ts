@@ -129,12 +129,15 @@ async function postgresCeiling(m: Ask): Promise<{ events: number; ms: number }> 
   }
 }
 
-process.on('message', async (m: Ask) => {
+// answer() reports its own failure to the parent, so nothing waits on it here.
+process.on('message', (m: Ask) => void answer(m));
+
+async function answer(m: Ask): Promise<void> {
   try {
     const r = m.store === 'postgres' ? await postgresCeiling(m) : sqliteCeiling(m);
     process.send!({ id: m.id, ...r });
   } catch (error) {
     process.send!({ id: m.id, error: String((error as Error).stack ?? error) });
   }
-});
+}
 process.on('disconnect', () => process.exit(0));

@@ -36,7 +36,8 @@ export class SinkServer {
   readonly requests: SeenRequest[] = [];
   readonly accepted: Array<Record<string, unknown>> = [];
   handler: Handler = () => undefined;
-  #server = createServer((req, res) => this.#onRequest(req, res));
+  // A request the sink cannot read (say, a body that is not gzip) rejects unhandled and fails the run.
+  #server = createServer((req, res) => void this.#onRequest(req, res));
   #waiters: Array<{ test: () => boolean; resolve: () => void }> = [];
   url = '';
 

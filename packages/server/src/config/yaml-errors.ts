@@ -65,7 +65,7 @@ function pathOf(chain: readonly unknown[]): (string | number)[] {
   const path: (string | number)[] = [];
   chain.forEach((node, i) => {
     const child = chain[i + 1];
-    if (isSeq(node)) path.push(node.items.indexOf(child as never));
+    if (isSeq(node)) path.push(node.items.indexOf(child));
     else if (isPair(node) && child === node.value) path.push(isScalar(node.key) ? String(node.key.value) : '?');
   });
   return path;

@@ -33,7 +33,7 @@ export interface RegulationsStore {
   pendingRegulations(): Promise<Regulation[]>;
   /**
    * Carries a pending regulation out (a done one is left as it is). First it fixes what to
-   * delete (see `RegulationPlan` in regulations/regulation-plan.ts) and stores that with the request; then it deletes, in
+   * delete (see `RegulationPlan` in model/regulation-plan.ts) and stores that with the request; then it deletes, in
    * batches of `batchSize` events (each batch a transaction of its own, so that ingestion and
    * delivery go on meanwhile), the events of the users and of the identities linked to them
    * in the sources named, with their deliveries and attempts; last, in one transaction, it

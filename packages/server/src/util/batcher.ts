@@ -97,7 +97,10 @@ export class Batcher<I, R> {
         .finally(() => {
           this.running--;
           if (this.queue.length > 0) this.flush();
-          else if (this.running === 0) for (const resolve of this.idle) (this.idle.delete(resolve), resolve());
+          else if (this.running === 0) {
+            for (const resolve of this.idle) resolve();
+            this.idle.clear();
+          }
         });
     }
   }

@@ -53,7 +53,11 @@ export async function startReceiver(initial: Reply | ((req: Received) => Reply) 
       }
       const received: Received = { path: req.url ?? '/', headers: req.headers, rawHeaders: req.rawHeaders, body, json };
       requests.push(received);
-      for (const w of [...waiters]) if (requests.length >= w.n) (waiters.splice(waiters.indexOf(w), 1), w.resolve(requests));
+      for (const w of [...waiters]) {
+        if (requests.length < w.n) continue;
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(requests);
+      }
       const r = typeof replyWith === 'function' ? replyWith(received) : replyWith;
       if (r === 'hang') {
         hanging.add(res);

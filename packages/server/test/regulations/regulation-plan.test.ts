@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { LinkedIdentities, type AliasLink } from '../../src/regulations/regulation-plan.js';
+import { LinkedIdentities, type AliasLink } from '../../src/model/regulation-plan.js';
 
 /** Alias calls as a store holds them, answered the way a store answers a lookup of some ids. */
 function aliasLookup(all: AliasLink[]): (ids: string[]) => AliasLink[] {

@@ -1,10 +1,10 @@
+import type pg from 'pg';
 import { Batcher, ItemFailure } from '../../util/batcher.js';
 import type { DeadReason } from '../../model/attempt.js';
 import type { Completion } from '../delivery-queue.js';
 import { storedText } from '../rows.js';
 import { toLogEntry, type LogEntry } from './attempt-log.js';
 import { deleteDeliveries } from './pg-delivery-rows.js';
-import type { PgPools } from './pg-pools.js';
 
 /**
  * Records the outcomes of many jobs in one statement: $1 the jobs, a JSON array (JSON.stringify
@@ -101,7 +101,7 @@ const completionIntervalMs = 10;
 
 /**
  * Completions on PostgreSQL: many jobs' outcomes recorded by one statement, on connections
- * that commit without waiting for the WAL flush (see {@link PgPools}).
+ * that commit without waiting for the WAL flush (see `PgPools` in pg-pools.ts).
  */
 export class PgCompletions {
   /**
@@ -116,7 +116,9 @@ export class PgCompletions {
     minIntervalMs: completionIntervalMs,
   });
 
-  constructor(private readonly pools: PgPools) {}
+  // Not typed as `PgPools`: pg-pools.ts imports the planner settings from here, and the two
+  // modules would import each other.
+  constructor(private readonly pools: { main: pg.Pool; completion: pg.Pool }) {}
 
   complete(completion: Completion): Promise<boolean> {
     return this.batches.add(completion);

@@ -25,8 +25,14 @@ export async function replay(pool: pg.Pool, filter: ReplayFilter, nowMs: number)
     params.push(filter.ids);
     where.push(`id = ANY($${params.length}::bigint[])`);
   }
-  if (filter.destinationId) (params.push(filter.destinationId), where.push(`destination_id = $${params.length}`));
-  if (filter.sinceMs !== undefined) (params.push(filter.sinceMs), where.push(`completed_at >= $${params.length}`));
+  if (filter.destinationId) {
+    params.push(filter.destinationId);
+    where.push(`destination_id = $${params.length}`);
+  }
+  if (filter.sinceMs !== undefined) {
+    params.push(filter.sinceMs);
+    where.push(`completed_at >= $${params.length}`);
+  }
   if (filter.destinationIdsIn) {
     if (filter.destinationIdsIn.length === 0) return 0;
     params.push(filter.destinationIdsIn);

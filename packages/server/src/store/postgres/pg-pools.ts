@@ -5,7 +5,7 @@ import { completionPlanner } from './pg-complete.js';
 // BIGINT columns hold ms timestamps and ids, all far below 2^53: read them as numbers.
 const typeParsers = {
   getTypeParser: ((oid: number, format?: string) =>
-    oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+    oid === 20 ? (v: string) => Number(v) : (pg.types.getTypeParser(oid, format as 'text') as (v: string) => unknown)) as typeof pg.types.getTypeParser,
 };
 
 /** The connection pools of a PostgreSQL store, each with the settings of the statements it runs. */
@@ -42,7 +42,7 @@ export function createPools(connectionString: string, schema: string, poolSize: 
     claim: new pg.Pool(poolOptions(2, claimPlanner)),
   };
   // An idle client's error (e.g. the server restarted) must not crash the process; the next query reconnects.
-  for (const p of Object.values(pools)) p.on('error', () => {});
+  for (const p of [pools.main, pools.completion, pools.claim]) p.on('error', () => {});
   return pools;
 }
 

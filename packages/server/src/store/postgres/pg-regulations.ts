@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { defaultPurgeBatchSize, LinkedIdentities, type RegulationPlan } from '../../regulations/regulation-plan.js';
+import { defaultPurgeBatchSize, LinkedIdentities, type RegulationPlan } from '../../model/regulation-plan.js';
 import type { AffectedSources, DeleteNotice, Regulation, RegulationsStore } from '../regulations-store.js';
 import { toRegulation, type RegulationRow } from '../rows.js';
 import { deleteDeliveries, insertLoose } from './pg-delivery-rows.js';

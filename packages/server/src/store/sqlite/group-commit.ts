@@ -18,7 +18,8 @@ const DEFER_MS = 5;
 interface PendingWork {
   run: () => unknown;
   mode: CommitMode;
-  resolve: (value: any) => void;
+  // A method signature, so that each item's `resolve` (of its own result type) fits here.
+  resolve(value: unknown): void;
   reject: (error: unknown) => void;
 }
 

@@ -53,7 +53,7 @@ export class LeaseTable {
   /** The leases held on one destination's jobs (a live map: claims read it as they go). */
   heldBy(destinationId: string): Map<number, Lease> {
     let held = this.byDestination.get(destinationId);
-    if (!held) this.byDestination.set(destinationId, (held = new Map()));
+    if (!held) this.byDestination.set(destinationId, (held = new Map<number, Lease>()));
     return held;
   }
 

@@ -25,8 +25,14 @@ export function replay(db: Database.Database, leases: LeaseTable, filter: Replay
     where.push(`id IN (${filter.ids.map(() => '?').join(',')})`);
     params.push(...filter.ids);
   }
-  if (filter.destinationId) (where.push('destination_id = ?'), params.push(filter.destinationId));
-  if (filter.sinceMs !== undefined) (where.push('completed_at >= ?'), params.push(filter.sinceMs));
+  if (filter.destinationId) {
+    where.push('destination_id = ?');
+    params.push(filter.destinationId);
+  }
+  if (filter.sinceMs !== undefined) {
+    where.push('completed_at >= ?');
+    params.push(filter.sinceMs);
+  }
   if (filter.destinationIdsIn) {
     if (filter.destinationIdsIn.length === 0) return 0;
     where.push(`destination_id IN (${filter.destinationIdsIn.map(() => '?').join(',')})`);

@@ -13,11 +13,26 @@ export class SqliteDeliveryReads implements DeliveryReads {
   async listDeliveries(filter: DeliveryFilter): Promise<DeliveryView[]> {
     const where: string[] = [];
     const params: unknown[] = [];
-    if (filter.status) (where.push('status = ?'), params.push(filter.status));
-    if (filter.destinationId) (where.push('destination_id = ?'), params.push(filter.destinationId));
-    if (filter.sourceId) (where.push('source_id = ?'), params.push(filter.sourceId));
-    if (filter.messageId) (where.push('message_id = ?'), params.push(filter.messageId));
-    if (filter.afterId !== undefined) (where.push('id > ?'), params.push(filter.afterId));
+    if (filter.status) {
+      where.push('status = ?');
+      params.push(filter.status);
+    }
+    if (filter.destinationId) {
+      where.push('destination_id = ?');
+      params.push(filter.destinationId);
+    }
+    if (filter.sourceId) {
+      where.push('source_id = ?');
+      params.push(filter.sourceId);
+    }
+    if (filter.messageId) {
+      where.push('message_id = ?');
+      params.push(filter.messageId);
+    }
+    if (filter.afterId !== undefined) {
+      where.push('id > ?');
+      params.push(filter.afterId);
+    }
     const sql = `SELECT * FROM deliveries ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id LIMIT ?`;
     const rows = this.db.prepare(sql).all(...params, filter.limit) as DeliveryRow[];
     return rows.map((row) => this.view(row));

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { defaultPurgeBatchSize, LinkedIdentities, type RegulationPlan } from '../../regulations/regulation-plan.js';
+import { defaultPurgeBatchSize, LinkedIdentities, type RegulationPlan } from '../../model/regulation-plan.js';
 import type { AffectedSources, DeleteNotice, Regulation, RegulationsStore } from '../regulations-store.js';
 import { toRegulation, type RegulationRow } from '../rows.js';
 import { truncateWal } from './sqlite-connection.js';

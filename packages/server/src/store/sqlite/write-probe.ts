@@ -43,6 +43,7 @@ export class WriteProbe {
    */
   assertRecordsWritable(nowMs: number): void {
     if (this.recordsFailing === undefined) return;
+    // eslint-disable-next-line @typescript-eslint/only-throw-error -- the write's own failure, rethrown as it was caught
     if (nowMs < this.nextProbeAtMs) throw this.recordsFailing;
     this.nextProbeAtMs = nowMs + PROBE_INTERVAL_MS;
     try {

@@ -2,7 +2,7 @@
  * What deletion requests need to find everything of a user, and to keep nothing of them
  * once done:
  * - `regulations.plan`: what a request deletes, fixed before its first batch (see
- *   regulations/regulation-plan.ts); `user_count`, kept once the user ids are forgotten.
+ *   model/regulation-plan.ts); `user_count`, kept once the user ids are forgotten.
  *   Requests done before this forget their user ids now.
  * - events by anonymous id, and alias calls by `previousId` (an expression index: only alias
  *   rows pay for it), so the identities linked to a user are found without reading every event.
