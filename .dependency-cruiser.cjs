@@ -8,10 +8,12 @@
 const layers = [
   ['util', 'model'],
   ['errors'],
-  ['config'],
+  // The configuration's types, defaults and shared rules; its validation, which asks the
+  // destination registry for each type's settings schema, sits above destinations.
+  ['config/model.ts', 'config/defaults.ts', 'config/schema-rules.ts'],
   ['store'],
-  ['routing'],
   ['destinations'],
+  ['config/schema.ts', 'config/redact.ts', 'config/yaml-errors.ts', 'config/load.ts', 'routing'],
   ['delivery'],
   ['events'],
   ['ingest', 'audiences', 'regulations'],
@@ -22,11 +24,11 @@ const layers = [
 
 const src = '^packages/server/src/';
 /** A path pattern for a stage: a folder, or a single module at the top of src/. */
-const at = (stage) => (stage.endsWith('.ts') ? `${src}${stage.replace('.', '[.]')}$` : `${src}${stage}/`);
+const at = (stage) => (stage.endsWith('.ts') ? `${src}${stage.replaceAll('.', '[.]')}$` : `${src}${stage}/`);
 const anyOf = (stages) => stages.map(at);
 
 const layerRules = layers.slice(0, -1).map((stages, i) => ({
-  name: `layer-${stages.map((s) => s.replace('.ts', '')).join('-')}`,
+  name: `layer-${stages.map((s) => s.replace('.ts', '').replace('/', '.')).join('-')}`,
   comment: `${stages.join(', ')} import nothing from a stage above (docs/architecture.md, "Layers")`,
   severity: 'error',
   from: { path: anyOf(stages) },

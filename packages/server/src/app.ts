@@ -7,7 +7,7 @@ import { adminTokenInForce } from './admin/admin-token.js';
 import { AudienceSync } from './audiences/audience-sync.js';
 import { defaultHttpServerSettings, defaultProcessSettings, type HttpServerSettings } from './config/defaults.js';
 import type { FerryConfig } from './config/model.js';
-import type { DestinationType } from './destinations/destination-type.js';
+import type { AnyDestinationType } from './destinations/destination-type.js';
 import { createHttpSender } from './destinations/http/http-sender.js';
 import { createDestinationRegistry } from './destinations/registry.js';
 import type { WebhookSender } from './destinations/http/sender.js';
@@ -50,7 +50,7 @@ export interface FerryOptions {
    * destination of such a type must come in `config` or through the admin API: the config
    * file is checked against the built-in types.
    */
-  destinationTypes?: readonly DestinationType<any>[];
+  destinationTypes?: readonly AnyDestinationType[];
   /** Per-endpoint checks the worker consults before each send (rate limits, circuit breakers). Default none. */
   sendGuards?: readonly SendGuard[];
   /** Transport of webhook requests. Default: the undici sender behind the SSRF guard. */

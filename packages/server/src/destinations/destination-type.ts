@@ -64,3 +64,10 @@ export interface DestinationType<S = unknown> {
    */
   attempt(job: ClaimedDelivery, destination: DestinationConfig<S>, ctx: AttemptContext): Promise<ExchangeResult[]>;
 }
+
+/**
+ * A destination type of any settings: what a registry holds. Each type's schema checks the
+ * settings its own attempts get, so a list of types of different settings forgets them.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the settings type is existential here (see above)
+export type AnyDestinationType = DestinationType<any>;

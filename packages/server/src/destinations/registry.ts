@@ -1,8 +1,8 @@
-import type { DestinationType } from './destination-type.js';
+import type { AnyDestinationType, DestinationType } from './destination-type.js';
 import { webhooksDestinationType } from './webhooks/webhooks-destination.js';
 
 /** The destination types Ferry ships: one line per type. */
-const builtInTypes: readonly DestinationType<any>[] = [
+const builtInTypes: readonly AnyDestinationType[] = [
   webhooksDestinationType,
 ];
 
@@ -20,7 +20,7 @@ export interface DestinationRegistry {
  *
  * @throws Error when two types share a name: one would silently hide the other.
  */
-export function createDestinationRegistry(extra: readonly DestinationType<any>[] = []): DestinationRegistry {
+export function createDestinationRegistry(extra: readonly AnyDestinationType[] = []): DestinationRegistry {
   const byName = new Map<string, DestinationType>();
   for (const type of [...builtInTypes, ...extra]) {
     if (byName.has(type.type)) throw new Error(`two destination types are named ${JSON.stringify(type.type)}`);

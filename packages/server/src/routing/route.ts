@@ -49,7 +49,7 @@ export function routeMessage(
     } else if (d.type === firstType) {
       body = firstBody;
     } else {
-      body = (others ??= new Map()).get(d.type);
+      body = (others ??= new Map<string, string>()).get(d.type);
       if (body === undefined) others.set(d.type, (body = types.get(d.type)!.renderMessage(message)));
     }
     out.push({ destinationId: d.id, kind: 'event', body });

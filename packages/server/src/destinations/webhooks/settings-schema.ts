@@ -50,6 +50,7 @@ export function checkWebhookUrl(v: string): string | undefined {
   if (v.length > webhooksLimits.maxUrlLength) return `at most ${webhooksLimits.maxUrlLength} characters`;
   // `new URL` silently strips surrounding whitespace and some controls; a URL that
   // needed stripping is a copy-paste accident worth reporting.
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what this looks for
   if (/[\s\x00-\x1f\x7f]/.test(v)) return 'must not contain spaces or control characters';
   let url: URL;
   try {
