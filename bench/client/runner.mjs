@@ -57,9 +57,11 @@ function featurelessClient(endpoint) {
 
 async function makeClient() {
   if (name === 'ferry') {
-    const { Analytics } = await import('@ferry/analytics');
-    // FERRY_BENCH_OPTIONS (JSON) tries other settings; the table is always run with the defaults.
+    const { Analytics, createNodeHttpTransport } = await import('@ferry/analytics');
+    // FERRY_BENCH_OPTIONS (JSON) tries other settings, and FERRY_BENCH_TRANSPORT=node-http the
+    // node:http transport; the table is always run with the defaults.
     const extra = JSON.parse(process.env.FERRY_BENCH_OPTIONS || '{}');
+    if (process.env.FERRY_BENCH_TRANSPORT === 'node-http') extra.transport = createNodeHttpTransport();
     const client = new Analytics('bench-key', { endpoint: sinkUrl, ...extra });
     client.on('drop', (e) => console.error(`ferry dropped ${e.messageIds.length}`));
     return { track: (m) => client.track(m), close: () => client.close() };

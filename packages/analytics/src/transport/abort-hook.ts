@@ -12,3 +12,13 @@ export interface HookedRequest extends TransportRequest {
   /** Runs `fn` when the attempt is aborted (at once if it already is); returns its remover. */
   [onAbortKey]?: (fn: () => void) => () => void;
 }
+
+/** Runs `fn` when `signal` aborts (at once if it has); returns the function that stops it. */
+export function followSignal(signal: AbortSignal, fn: () => void): () => void {
+  if (signal.aborted) {
+    fn();
+    return () => {};
+  }
+  signal.addEventListener('abort', fn, { once: true });
+  return () => signal.removeEventListener('abort', fn);
+}

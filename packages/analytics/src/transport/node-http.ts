@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { urlToHttpOptions } from 'node:url';
-import { type HookedRequest, onAbortKey } from './abort-hook.js';
+import { followSignal, type HookedRequest, onAbortKey } from './abort-hook.js';
 import type { Transport, TransportRequest, TransportResponse } from './transport.js';
 
 /** Settings of {@link createNodeHttpTransport}. */
@@ -12,16 +12,6 @@ export interface NodeHttpTransportOptions {
   httpsAgent?: https.Agent;
   /** Largest response body read, in bytes; the rest is discarded. Default 65,536. */
   maxResponseBytes?: number;
-}
-
-// Runs `fn` when `signal` aborts (at once if it has); returns the function that stops it.
-function followSignal(signal: AbortSignal, fn: () => void): () => void {
-  if (signal.aborted) {
-    fn();
-    return () => {};
-  }
-  signal.addEventListener('abort', fn, { once: true });
-  return () => signal.removeEventListener('abort', fn);
 }
 
 /**
