@@ -13,7 +13,6 @@ const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const BAD_VALUE = /[\r\n\0]/;
 
 interface Target {
-  url: string;
   host: string;
   port: number;
   /** `host:port`: the Host header, and the key of the idle connections. */
@@ -114,7 +113,7 @@ function parseTarget(url: string): Target {
   const port = parsed.port === '' ? 80 : Number(parsed.port);
   // URL keeps IPv6 hosts in brackets; the socket wants the bare address.
   const host = parsed.hostname.startsWith('[') ? parsed.hostname.slice(1, -1) : parsed.hostname;
-  return { url, host, port, origin: parsed.host, path: `${parsed.pathname}${parsed.search}` };
+  return { host, port, origin: parsed.host, path: `${parsed.pathname}${parsed.search}` };
 }
 
 /** The request head up to (not including) Content-Length, checked once for a headers object. */
@@ -137,9 +136,10 @@ function headPrefix(target: Target, method: string, headers: Record<string, stri
  * The default transport for `http:` endpoints: HTTP/1.1 written straight onto `node:net`
  * keep-alive connections, one request at a time per connection. Chosen over `node:http`, whose
  * request cost about three times the CPU of this one at batches of 20 in a freshly started
- * process. It reads content-length, chunked and close-delimited responses and skips 1xx ones. `https:` URLs are refused: the client's default transport
- * sends them through `node:https`. Idle connections are unref'd, and close() destroys every
- * connection, so nothing holds the process open.
+ * process. It reads content-length, chunked and close-delimited responses and skips 1xx
+ * ones. `https:` URLs are refused: the client's default transport sends them through
+ * `node:https`. Idle connections are unref'd, and close() destroys every connection, so
+ * nothing holds the process open.
  */
 export function createSocketTransport(options: SocketTransportOptions = {}): Transport {
   const maxResponseBytes = options.maxResponseBytes ?? 65_536;
