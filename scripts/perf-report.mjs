@@ -41,6 +41,7 @@ if (client) {
   lines.push(`| end to end vs the ceiling | ${x(r.e2eVsFeatureless)} | at least 0.8x | ${met(client.goals['e2e >= 0.8x featureless'])} |`);
   lines.push(`| peak RSS vs the peer | ${x(r.rssVsSegment)} | at most 0.15x | ${met(client.goals['peak RSS <= 0.15x segment'])} |`);
   lines.push('');
+  const notesFrom = lines.length;
   // The runners take turns within a round, so one round's ratios compare the same minutes of a shared machine.
   const rounds = Math.min(...['ferry', 'segment', 'featureless'].map((k) => client.runs?.[k]?.length ?? 0));
   const perRound = (a, b) =>
@@ -58,7 +59,7 @@ if (client) {
   if (client.goals['e2e >= 10x segment'] === false && s.featureless && s.segment) {
     lines.push(`- The ceiling, posting the same batches of 20 with no features at all, reached ${x(s.featureless.e2ePerSec / s.segment.e2ePerSec)} the peer end to end: 10x the peer would take Ferry at ${x((10 * s.segment.e2ePerSec) / s.featureless.e2ePerSec)} the ceiling.`);
   }
-  if (rounds > 1 || client.goals['e2e >= 10x segment'] === false || s.ferry?.sinkCpuUsPerRequest !== undefined || r.e2eVsFeatureless > 1) lines.push('');
+  if (lines.length > notesFrom) lines.push('');
 }
 
 /**
