@@ -96,7 +96,18 @@ class RawServer {
   answer: (socket: Socket, index: number) => void = (s) => s.write('HTTP/1.1 200 OK\r\nContent-Length: 16\r\n\r\n{"success":true}');
   #server: Server = createServer((socket) => this.#onConnection(socket));
   #sockets = new Set<Socket>();
+  #waiters: Array<{ test: () => boolean; resolve: () => void }> = [];
   url = '';
+
+  /** Resolves once `test` holds, checked after every connection, request and close. */
+  until(test: () => boolean, what: string): Promise<void> {
+    if (test()) return Promise.resolve();
+    return within(new Promise((resolve) => this.#waiters.push({ test, resolve })), what);
+  }
+
+  #check(): void {
+    this.#waiters = this.#waiters.filter((w) => (w.test() ? (w.resolve(), false) : true));
+  }
 
   static async start(): Promise<RawServer> {
     const s = new RawServer();
@@ -116,6 +127,7 @@ class RawServer {
     socket.on('close', () => {
       this.closed++;
       this.#sockets.delete(socket);
+      this.#check();
     });
     socket.on('error', () => {});
     let buf = Buffer.alloc(0);
@@ -130,6 +142,7 @@ class RawServer {
         this.requests.push(buf.toString('utf8', 0, end + 4 + length));
         buf = buf.subarray(end + 4 + length);
         this.answer(socket, this.requests.length - 1);
+        this.#check();
       }
     });
   }
@@ -221,15 +234,23 @@ describe('socket transport', () => {
     transport = createSocketTransport();
     server.answer = (s) => s.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}', () => s.end());
     await within(transport.send(post(server.url)), 'first');
-    await within(
-      new Promise<void>((resolve) => {
-        const check = () => (server.closed === 1 ? resolve() : setImmediate(check));
-        check();
-      }),
-      'the server closing the idle connection',
-    );
+    await server.until(() => server.closed === 1, 'the server closing the idle connection');
     assert.equal((await within(transport.send(post(server.url)), 'second')).status, 200);
     assert.equal(server.connections, 2);
+  });
+
+  it("follows the server's Keep-Alive timeout hint: an idle connection goes a second before the server would close it", async () => {
+    server = await RawServer.start();
+    transport = createSocketTransport();
+    server.answer = (s, i) => s.write(`HTTP/1.1 200 OK\r\nKeep-Alive: timeout=${i < 2 ? 1 : 2}\r\nContent-Length: 2\r\n\r\n{}`);
+    // timeout=1 leaves no safe idle time: the connection is not reused.
+    await within(transport.send(post(server.url)), 'first');
+    await within(transport.send(post(server.url)), 'second');
+    assert.equal(server.connections, 2);
+    // timeout=2: the client itself closes the idle connection after 1 s.
+    await within(transport.send(post(server.url)), 'third');
+    await server.until(() => server.closed === 3, 'the client closing the idle connection');
+    assert.equal(server.connections, 3);
   });
 
   it('rejects promptly and drops the connection when the signal aborts, before or during the exchange', async () => {
@@ -238,23 +259,11 @@ describe('socket transport', () => {
     server.answer = () => {};
     const controller = new AbortController();
     const sent = transport.send(post(server.url, '{"batch":[]}', { signal: controller.signal }));
-    await within(
-      new Promise<void>((resolve) => {
-        const check = () => (server.requests.length === 1 ? resolve() : setImmediate(check));
-        check();
-      }),
-      'the request to arrive',
-    );
+    await server.until(() => server.requests.length === 1, 'the request to arrive');
     controller.abort();
     await assert.rejects(within(sent, 'an aborted request'), /aborted/);
     await assert.rejects(within(transport.send(post(server.url, '{}', { signal: AbortSignal.abort() })), 'an already aborted request'), /aborted/);
-    await within(
-      new Promise<void>((resolve) => {
-        const check = () => (server.closed === server.connections ? resolve() : setImmediate(check));
-        check();
-      }),
-      'the server to see every connection closed',
-    );
+    await server.until(() => server.closed === server.connections, 'the server to see every connection closed');
   });
 
   it('refuses header injection and https: URLs without sending anything', async () => {
@@ -271,13 +280,7 @@ describe('socket transport', () => {
     transport = createSocketTransport();
     await within(Promise.all([transport.send(post(server.url)), transport.send(post(server.url))]), 'two responses');
     transport.close?.();
-    await within(
-      new Promise<void>((resolve) => {
-        const check = () => (server.closed === 2 ? resolve() : setImmediate(check));
-        check();
-      }),
-      'both connections closed',
-    );
+    await server.until(() => server.closed === 2, 'both connections closed');
   });
 });
 
