@@ -2,7 +2,7 @@ import type { TransportRequest } from './transport.js';
 
 /**
  * Key under which the client gives the requests it makes a cheaper way to follow an attempt's
- * abort than `signal`: the built-in transport uses it, so the AbortSignal is never created.
+ * abort than `signal`: the built-in transports use it, so the AbortSignal is never created.
  * Other transports read `signal` as usual. Not exported from the package.
  */
 export const onAbortKey: unique symbol = Symbol('@ferry/analytics onAbort');
