@@ -45,8 +45,10 @@ describe('HTTP/1.1 response parser', () => {
     assert.equal(r.done?.body, '');
   });
 
-  it('answers without a body for 204, and a 204 or Connection: close says whether the connection may be reused', () => {
-    assert.deepEqual(parseBytewise('HTTP/1.1 204 No Content\r\n\r\n').done?.keepAlive, true);
+  it('reads a 204 without a body, and tells from Connection and the version whether the connection may be reused', () => {
+    const noContent = parseBytewise('HTTP/1.1 204 No Content\r\n\r\n');
+    assert.equal(noContent.at, noContent.of);
+    assert.deepEqual([noContent.done?.body, noContent.done?.keepAlive], ['', true]);
     assert.equal(parseBytewise('HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}').done?.keepAlive, false);
     assert.equal(parseBytewise('HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\n{}').done?.keepAlive, false);
     assert.equal(parseBytewise('HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\n{}').done?.keepAlive, true);
