@@ -40,6 +40,7 @@ if (client) {
   lines.push(`| end to end vs the ceiling | ${x(r.e2eVsFeatureless)} | at least 0.8x | ${met(client.goals['e2e >= 0.8x featureless'])} |`);
   lines.push(`| peak RSS vs the peer | ${x(r.rssVsSegment)} | at most 0.15x | ${met(client.goals['peak RSS <= 0.15x segment'])} |`);
   lines.push('');
+  const notesFrom = lines.length;
   // The runners take turns within a round, so one round's ratios compare the same minutes of a shared machine.
   const rounds = Math.min(...['ferry', 'segment', 'featureless'].map((k) => client.runs?.[k]?.length ?? 0));
   const perRound = (a, b) =>
@@ -47,10 +48,17 @@ if (client) {
   if (rounds > 1) {
     lines.push(`- Round by round (the runners take turns within a round): end to end vs the peer ${perRound('ferry', 'segment').map(x).join(', ')}; vs the ceiling ${perRound('ferry', 'featureless').map(x).join(', ')}.`);
   }
+  const cpu = (v) => `${n(v.clientCpuUsPerRequest)} µs in the runner, enqueueing included, and ${n(v.sinkCpuUsPerRequest)} µs in the sink`;
+  if (s.ferry?.sinkCpuUsPerRequest !== undefined && s.segment && s.featureless) {
+    lines.push(`- CPU per request of 20 events, from the first call until the sink saw the last message: \`@ferry/analytics\` ${cpu(s.ferry)}; the peer ${cpu(s.segment)}; the ceiling ${cpu(s.featureless)}. The sink (the measuring instrument) shares the two cores with the runner. What bounds each runner: [bench/client/README.md](bench/client/README.md).`);
+  }
+  if (r.e2eVsFeatureless > 1) {
+    lines.push('- Ferry runs above the ceiling: the ceiling posts through `node:http`, as when the goal was set, and the client over HTTP/1.1 connections of its own, which cost less CPU per request.');
+  }
   if (client.goals['e2e >= 10x segment'] === false && s.featureless && s.segment) {
     lines.push(`- The ceiling, posting the same batches of 20 with no features at all, reached ${x(s.featureless.e2ePerSec / s.segment.e2ePerSec)} the peer end to end: 10x the peer would take Ferry at ${x((10 * s.segment.e2ePerSec) / s.featureless.e2ePerSec)} the ceiling.`);
   }
-  if (rounds > 1 || client.goals['e2e >= 10x segment'] === false) lines.push('');
+  if (lines.length > notesFrom) lines.push('');
 }
 
 /**

@@ -94,7 +94,7 @@ for (let round = 0; round < rounds; round++) {
     results[name].push(r);
     const line = r.failed
       ? `failed: ${r.failed}`
-      : `${Math.round(r.e2ePerSec).toLocaleString('en')} events/s end to end, ${Math.round(r.peakRssMB)} MB peak, ${r.unique} unique, ${r.duplicates} duplicates`;
+      : `${Math.round(r.e2ePerSec).toLocaleString('en')} events/s end to end, ${Math.round(r.peakRssMB)} MB peak, ${r.unique} unique, ${r.duplicates} duplicates, CPU µs/request ${Math.round(r.clientCpuUsPerRequest)} runner ${Math.round(r.sinkCpuUsPerRequest)} sink`;
     console.log(`  round ${round + 1} ${name.padEnd(11)} ${line}`);
   }
   slowestRoundMs = Math.max(slowestRoundMs, Date.now() - roundStart);
@@ -112,6 +112,9 @@ for (const name of runners) {
     exactlyOnce: ok.every((r) => r.complete && r.duplicates === 0 && r.unique === calls),
     duplicates: ok.reduce((n, r) => n + r.duplicates, 0),
     requestsPerRun: median(ok.map((r) => r.requests)),
+    // From the first call until the sink saw the last message; the runner's includes enqueueing.
+    clientCpuUsPerRequest: median(ok.map((r) => r.clientCpuUsPerRequest)),
+    sinkCpuUsPerRequest: median(ok.map((r) => r.sinkCpuUsPerRequest)),
     largestBatch: Math.max(...ok.map((r) => r.largestBatch)),
     runs: ok.length,
   };
@@ -136,16 +139,16 @@ const goals = {
 
 const fmt = (n, d = 0) => (Number.isFinite(n) ? n.toLocaleString('en', { maximumFractionDigits: d, minimumFractionDigits: d }) : '-');
 console.log('\nmedians');
-console.log('| runner | enqueue calls/s | end-to-end events/s | peak RSS MB | requests/run | largest batch | exactly once |');
-console.log('|---|---:|---:|---:|---:|---:|---|');
+console.log('| runner | enqueue calls/s | end-to-end events/s | peak RSS MB | requests/run | largest batch | CPU µs/request (runner, sink) | exactly once |');
+console.log('|---|---:|---:|---:|---:|---:|---:|---|');
 for (const name of runners) {
   const m = summary[name];
   if (!m) {
-    console.log(`| ${name} | failed | | | | | |`);
+    console.log(`| ${name} | failed | | | | | | |`);
     continue;
   }
   const once = m.exactlyOnce ? 'yes' : `no (${m.duplicates} duplicates)`;
-  console.log(`| ${name} | ${fmt(m.enqueuePerSec)} | ${fmt(m.e2ePerSec)} | ${fmt(m.peakRssMB)} | ${fmt(m.requestsPerRun)} | ${fmt(m.largestBatch)} | ${once} |`);
+  console.log(`| ${name} | ${fmt(m.enqueuePerSec)} | ${fmt(m.e2ePerSec)} | ${fmt(m.peakRssMB)} | ${fmt(m.requestsPerRun)} | ${fmt(m.largestBatch)} | ${fmt(m.clientCpuUsPerRequest)}, ${fmt(m.sinkCpuUsPerRequest)} | ${once} |`);
 }
 console.log('\n| ratio | value | goal |');
 console.log('|---|---:|---|');

@@ -57,9 +57,11 @@ function featurelessClient(endpoint) {
 
 async function makeClient() {
   if (name === 'ferry') {
-    const { Analytics } = await import('@ferry/analytics');
-    // FERRY_BENCH_OPTIONS (JSON) tries other settings; the table is always run with the defaults.
+    const { Analytics, createNodeHttpTransport } = await import('@ferry/analytics');
+    // FERRY_BENCH_OPTIONS (JSON) tries other settings, and FERRY_BENCH_TRANSPORT=node-http the
+    // node:http transport; the table is always run with the defaults.
     const extra = JSON.parse(process.env.FERRY_BENCH_OPTIONS || '{}');
+    if (process.env.FERRY_BENCH_TRANSPORT === 'node-http') extra.transport = createNodeHttpTransport();
     const client = new Analytics('bench-key', { endpoint: sinkUrl, ...extra });
     client.on('drop', (e) => console.error(`ferry dropped ${e.messageIds.length}`));
     return { track: (m) => client.track(m), close: () => client.close() };
@@ -77,10 +79,13 @@ async function makeClient() {
 
 const client = await makeClient();
 const rssBefore = process.memoryUsage().rss;
+const cpuAtStart = process.cpuUsage();
 const start = performance.timeOrigin + performance.now();
 for (let i = 0; i < calls; i++) client.track(trackMessage(i));
 const enqueued = performance.timeOrigin + performance.now();
+const enqueueCpu = process.cpuUsage(cpuAtStart);
 const sinkSaw = await get(`/wait?n=${calls}&timeoutMs=${WAIT_TIMEOUT_MS}`);
+const e2eCpu = process.cpuUsage(cpuAtStart);
 await Promise.race([client.close(), new Promise((r) => setTimeout(r, 10_000).unref())]);
 // Late duplicates (retries of answered batches) arrive after the last distinct message.
 await new Promise((r) => setTimeout(r, 200));
@@ -102,6 +107,12 @@ process.stdout.write(
     duplicates: final.duplicates,
     requests: final.requests,
     largestBatch: final.largestBatch,
+    // CPU in µs (user + system) from the first call until the sink saw the last message.
+    enqueueCpuUs: enqueueCpu.user + enqueueCpu.system,
+    clientCpuUs: e2eCpu.user + e2eCpu.system,
+    sinkCpuUs: sinkSaw.cpuUs,
+    clientCpuUsPerRequest: (e2eCpu.user + e2eCpu.system) / sinkSaw.requests,
+    sinkCpuUsPerRequest: sinkSaw.cpuUs / sinkSaw.requests,
     peakRssMB: (process.resourceUsage().maxRSS * 1024) / 1e6,
     baseRssMB: rssBefore / 1e6,
   })}\n`,

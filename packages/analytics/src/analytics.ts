@@ -21,7 +21,7 @@ import type {
 } from './messages.js';
 import { type AnalyticsOptions, type ResolvedOptions, resolveOptions } from './options.js';
 import { type Callback, MessageQueue, type QueueEntry } from './queue.js';
-import { createNodeHttpTransport } from './transport/node-http.js';
+import { createDefaultTransport } from './transport/default-transport.js';
 import type { Transport } from './transport/transport.js';
 
 /** Payload of the `flush` event: a batch the server accepted. */
@@ -139,7 +139,7 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
     this.#clock = o.clock ?? systemClock;
     this.#logger = o.logger ?? defaultLogger(globalThis.process?.env?.['DEBUG']);
     this.#lastFlushAt = this.#clock.now();
-    this.#transport = o.transport ?? createNodeHttpTransport();
+    this.#transport = o.transport ?? createDefaultTransport();
     const maxMessageBytes = Math.min(o.maxMessageBytes, maxSingleMessageBytes(o.maxBatchBytes));
     const clock = this.#clock;
     this.#build = { now: () => clock.now(), newMessageId: () => crypto.randomUUID(), maxMessageBytes };
