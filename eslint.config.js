@@ -31,6 +31,9 @@ export default tseslint.config(
       ...promiseRules,
       // `_name` marks a parameter an interface requires but this implementation does not use.
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+      // A `let` that a callback defined before its only assignment may read (an answer that
+      // comes synchronously) cannot be a `const`.
+      'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
     },
   },
   {

@@ -217,7 +217,10 @@ describe('socket transport', () => {
     transport = createSocketTransport();
     server.answer = (s, i) => {
       if (i === 0) s.destroy();
-      else if (i === 1) s.write('HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n{}'), s.destroy();
+      else if (i === 1) {
+        s.write('HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n{}');
+        s.destroy();
+      }
       else if (i === 2) s.write('garbage\r\n\r\n');
       else s.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}');
     };

@@ -122,8 +122,8 @@ export class Http1ResponseParser {
     const lines = head.split('\r\n');
     const match = STATUS_LINE.exec(lines[0]!);
     if (!match) this.#fail('The response does not start with an HTTP/1.x status line.');
-    const minor = match![1];
-    const status = Number(match![2]);
+    const minor = match[1];
+    const status = Number(match[2]);
     const headers: Record<string, string | undefined> = {};
     for (let i = 1; i < lines.length; i++) {
       const line = lines[i]!;
