@@ -23,7 +23,7 @@ import { RegulationRunner } from './regulations/regulation-runner.js';
 import { Catalog } from './routing/catalog.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
 import type { Store } from './store/store.js';
-import { systemClock, type Clock } from './util/clock.js';
+import { systemClock, type Clock, type Timers } from './util/clock.js';
 
 /** Everything a Ferry server is built from. Only `config` is required. */
 export interface FerryOptions {
@@ -40,6 +40,11 @@ export interface FerryOptions {
   adminToken?: string;
   /** Time for delivery decisions, leases and timestamps; tests inject a manual clock. Default: the system clock. */
   clock?: Clock;
+  /**
+   * Timers paired with `clock`, for the waits of the default SQLite store (the interval between
+   * two WAL truncations); tests pass a manual clock's. Default: Node's.
+   */
+  timers?: Timers;
   /** Source of retry jitter, in [0, 1). Default `Math.random`. */
   random?: () => number;
   /** Transport of webhook requests. Default: the undici sender behind the SSRF guard. */
@@ -115,7 +120,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   const givenToken = options.adminToken?.trim();
   // Before the store is opened: a weak token stops the start with nothing created.
   if (givenToken !== undefined) assertStrongAdminToken(givenToken);
-  const store = options.store ?? new SqliteStore({ path: join(options.dataDir ?? defaultProcessSettings.dataDir, 'ferry.db') });
+  const store = options.store ?? new SqliteStore({ path: join(options.dataDir ?? defaultProcessSettings.dataDir, 'ferry.db'), clock, timers: options.timers });
   const catalog = new Catalog(store, clock);
   await catalog.init({ sources: config.sources, destinations: config.destinations });
   const adminToken = await adminTokenInForce(store, givenToken);
