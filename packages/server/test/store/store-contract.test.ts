@@ -15,21 +15,30 @@ import { claimAfterSql } from '../../src/store/sqlite/sqlite-claim.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { AttemptRecord } from '../../src/model/attempt.js';
 import type { AffectedSources, ClaimedDelivery, DeleteNotice, NewEvent, Store } from '../../src/store/store.js';
+import { ManualClock } from '../../src/util/clock.js';
+import { turn } from '../helpers/until.js';
 import { dropSchema, openFreshPgStore, postgresUrl, stopPostgres, uniqueSchema } from '../helpers/postgres.js';
 
+/** Time and the least interval between two reclaims of deleted space, for a store that is told them. */
+interface ReclaimTiming {
+  clock: ManualClock;
+  intervalMs: number;
+}
+
 /** One contract, every implementation: each test gets a fresh store (own file or own schema). */
-const backends: { name: string; open: () => Promise<{ store: Store; cleanup: () => Promise<void> }> }[] = [
+const backends: { name: string; open: (timing?: ReclaimTiming) => Promise<{ store: Store; cleanup: () => Promise<void> }> }[] = [
   {
     name: 'sqlite',
-    open: async () => {
+    open: async (timing) => {
       const dir = mkdtempSync(join(tmpdir(), 'ferry-store-'));
-      const store = new SqliteStore({ path: join(dir, 'ferry.db') });
+      const reclaim = timing && { clock: timing.clock, timers: timing.clock.timers, walTruncateIntervalMs: timing.intervalMs };
+      const store = new SqliteStore({ path: join(dir, 'ferry.db'), ...reclaim });
       return { store, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
     },
   },
   {
     name: 'postgres',
-    open: () => openFreshPgStore(),
+    open: (timing) => openFreshPgStore(4, timing && { clock: timing.clock, timers: timing.clock.timers, vacuumIntervalMs: timing.intervalMs }),
   },
 ];
 after(() => stopPostgres());
@@ -74,8 +83,8 @@ const attempt = (over: Partial<AttemptRecord> = {}): AttemptRecord => ({
 
 for (const backend of backends) {
   describe(`store contract: ${backend.name}`, () => {
-    async function withStore(fn: (store: Store) => Promise<void>) {
-      const { store, cleanup } = await backend.open();
+    async function withStore(fn: (store: Store) => Promise<void>, timing?: ReclaimTiming) {
+      const { store, cleanup } = await backend.open(timing);
       try {
         await fn(store);
       } finally {
@@ -343,6 +352,86 @@ for (const backend of backends) {
         const kept = (await store.getDelivery(second!.id))!;
         assert.deepEqual([kept.delivery.status, kept.attempts.length], ['pending', 1], 'the other is still on its way');
       }));
+
+    test('S07f links are not followed through a previousId two users share nor through a placeholder id; the request records what it skipped', () =>
+      withStore(async (store) => {
+        const alias = (messageId: string, previousId: string, userId: string) =>
+          event(messageId, { type: 'alias', userId, json: JSON.stringify({ type: 'alias', previousId, userId }) });
+        await store.ingest({ receivedAtMs: t0,
+          events: [
+            alias('alice-device', 'device-1', 'alice'),
+            alias('bob-device', 'device-1', 'bob'),
+            alias('alice-undefined', 'undefined', 'alice'),
+            alias('carol-undefined', 'undefined', 'carol'),
+            alias('alice-old', 'old-alice', 'alice'),
+            event('alice', { userId: 'alice' }),
+            event('old-alice', { userId: 'old-alice' }),
+            event('bob', { userId: 'bob' }),
+            event('carol', { userId: 'carol' }),
+            event('buggy-client', { userId: 'undefined' }),
+          ],
+          rejections: [],
+        });
+        await store.createRegulation({ id: 'reg_shared', userIds: ['alice'], sourceIds: null, nowMs: t0 });
+        const done = await store.executeRegulation({ id: 'reg_shared', noticesFor: () => [], nowMs: t0 + 1 });
+        const left = (await store.listDeliveries({ limit: 20 })).map((d) => d.messageId).sort();
+        assert.deepEqual(left, ['bob', 'bob-device', 'buggy-client', 'carol', 'carol-undefined'], 'nobody but alice and her old id');
+        assert.deepEqual([done.status, done.eventsDeleted], ['done', 5]);
+        assert.deepEqual(done.linkedIdentities, { followed: 1, skipped: 3, reason: 'placeholder_or_shared_id' }, 'old-alice followed; device-1, bob and undefined not');
+      }));
+
+    test('S07g past the limit of linked ids a request deletes only the named user and its own anonymous ids, and says so', () =>
+      withStore(async (store) => {
+        const alias = (messageId: string, previousId: string) =>
+          event(messageId, { type: 'alias', userId: 'u1', json: JSON.stringify({ type: 'alias', previousId, userId: 'u1' }) });
+        await store.ingest({ receivedAtMs: t0,
+          events: [
+            alias('alias-1', 'linked-1'),
+            alias('alias-2', 'linked-2'),
+            event('linked-1', { userId: 'linked-1' }),
+            event('linked-2', { userId: 'linked-2' }),
+            event('login', { type: 'identify', anonymousId: 'anon-u1' }),
+            event('before-login', { userId: undefined, anonymousId: 'anon-u1' }),
+          ],
+          rejections: [],
+        });
+        await store.createRegulation({ id: 'reg_many', userIds: ['u1'], sourceIds: null, nowMs: t0 });
+        const done = await store.executeRegulation({ id: 'reg_many', noticesFor: () => [], nowMs: t0 + 1, maxLinkedUsers: 1 });
+        assert.deepEqual((await store.listDeliveries({ limit: 20 })).map((d) => d.messageId).sort(), ['linked-1', 'linked-2']);
+        assert.deepEqual([done.status, done.eventsDeleted], ['done', 4]);
+        assert.deepEqual(done.linkedIdentities, { followed: 0, skipped: 2, reason: 'limit_exceeded' });
+      }));
+
+    test('S07h an aborted request stops at a batch boundary, still pending, and a later run finishes it', () =>
+      withStore(async (store) => {
+        await store.ingest({ receivedAtMs: t0, events: ['a', 'b', 'c', 'd', 'e', 'f'].map((m) => event(m)), rejections: [] });
+        await store.createRegulation({ id: 'reg_stop', userIds: ['u1'], sourceIds: null, nowMs: t0 });
+        // Aborted once two batches have begun.
+        let looks = 0;
+        const signal = { get aborted() { return ++looks > 2; } } as AbortSignal;
+        const stopped = await store.executeRegulation({ id: 'reg_stop', noticesFor: () => [], nowMs: t0 + 1, batchSize: 2, signal });
+        assert.deepEqual([stopped.status, stopped.eventsDeleted, stopped.userIds], ['pending', 4, ['u1']]);
+        assert.equal((await store.stats()).events, 2);
+        const done = await store.executeRegulation({ id: 'reg_stop', noticesFor: () => [], nowMs: t0 + 2, batchSize: 2 });
+        assert.deepEqual([done.status, done.eventsDeleted], ['done', 6]);
+      }));
+
+    test('S07i space is reclaimed at most once per interval: requests within one share the run at its end', () => {
+      const clock = new ManualClock(t0);
+      return withStore(
+        async (store) => {
+          await store.reclaimDeleted();
+          let second = 0;
+          const later = [store.reclaimDeleted(), store.reclaimDeleted()].map((p) => p.then(() => (second += 1)));
+          for (let i = 0; i < 5; i += 1) await turn();
+          assert.equal(second, 0, 'not within the interval');
+          clock.advance(60_000);
+          await Promise.all(later);
+          assert.equal(second, 2);
+        },
+        { clock, intervalMs: 60_000 },
+      );
+    });
 
     test('S08 listing filters and pages by id', () =>
       withStore(async (store) => {
