@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -647,6 +647,30 @@ describe('SQLite store: one process per file, leases in memory', () => {
       }
       await store.checkReady();
       assert.deepEqual(await store.ingest({ receivedAtMs: t0, events: [event('a')], rejections: [] }), { inserted: 1, duplicates: 0, deliveries: 1 });
+    }));
+
+  test('the WAL is truncated at most once per interval, after deletion requests and delivered notices alike', () =>
+    withSqlitePath(async (path) => {
+      const clock = new ManualClock(t0);
+      const store = new SqliteStore({ path, clock, timers: clock.timers, walTruncateIntervalMs: 5000 });
+      const walBytes = () => (existsSync(`${path}-wal`) ? statSync(`${path}-wal`).size : 0);
+      try {
+        await store.ingest({ receivedAtMs: t0, events: [event('a')], rejections: [] });
+        await store.reclaimDeleted();
+        assert.equal(walBytes(), 0, 'the first one at once');
+        await store.enqueue([{ destinationId: 'd1', sourceId: 'app', kind: 'delete', userId: 'u1', body: '{"type":"delete","userId":"u1"}' }], t0);
+        const [notice] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 10 }).then((jobs) => jobs.filter((j) => j.kind === 'delete'));
+        const ok = attempt({ statusCode: 200, errorClass: null, errorMessage: null });
+        await store.complete({ id: notice!.id, owner: 'w', createdAtMs: notice!.createdAtMs, kind: 'delete', nowMs: t0 + 1, firstAttemptAtMs: t0, attempts: [ok], outcome: { status: 'succeeded' } });
+        const requested = store.reclaimDeleted();
+        for (let i = 0; i < 5; i += 1) await turn();
+        assert.ok(walBytes() > 0, 'the delivered notice and the request within the interval wait for its end');
+        clock.advance(5000);
+        await requested;
+        assert.equal(walBytes(), 0, 'one truncation for both at the end of the interval');
+      } finally {
+        await store.close();
+      }
     }));
 
   test('claims in a backlog read on after the last job claimed; jobs before it that are free again come back within a few claims', () =>
