@@ -551,6 +551,31 @@ for (const backend of backends) {
         assert.equal((await store.getDelivery(b!.id))!.delivery.status, 'dead');
       }));
 
+    test('S13b a dead-lettered delete notice stays, replayable, with its attempts; a deleted destination\'s notices go with it, pending or dead', () =>
+      withStore(async (store) => {
+        await store.ingest({ receivedAtMs: t0, events: [event('a')], rejections: [] });
+        const notice = (destinationId: string, userId: string) => ({ destinationId, sourceId: 'app', kind: 'delete' as const, userId, body: `{"type":"delete","userId":"${userId}"}` });
+        await store.enqueue([notice('d1', 'u1'), notice('d1', 'u2'), notice('d2', 'u3')], t0);
+        const deadLetter = async (destinationId: string, userId: string) => {
+          const job = (await store.claim({ destinationId, owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 10 })).find((j) => j.kind === 'delete' && j.userId === userId)!;
+          const failed = attempt({ statusCode: 404, responseBody: job.body });
+          await store.complete({ id: job.id, owner: 'w', createdAtMs: job.createdAtMs, kind: 'delete', nowMs: t0 + 1, firstAttemptAtMs: t0, attempts: [failed], outcome: { status: 'dead', reason: 'non_retryable_response', lastError: 'HTTP 404' } });
+          await store.releaseLeases('w', t0 + 1);
+          return job.id;
+        };
+        const deadOfD1 = await deadLetter('d1', 'u1');
+        const deadOfD2 = await deadLetter('d2', 'u3');
+        const kept = (await store.getDelivery(deadOfD2))!;
+        assert.deepEqual([kept.delivery.status, kept.delivery.userId, kept.attempts.length], ['dead', 'u3', 1], 'kept to be replayed');
+
+        assert.equal(await store.abandonPending('d1', t0 + 2), 2, 'the event delivery dead-lettered, the pending notice deleted');
+        assert.equal(await store.getDelivery(deadOfD1), null);
+        const left = await store.listDeliveries({ limit: 10 });
+        assert.deepEqual(left.map((d) => [d.destinationId, d.kind, d.status, d.userId]), [['d1', 'event', 'dead', 'u1'], ['d2', 'delete', 'dead', 'u3']]);
+        assert.equal(await store.replay({ ids: [deadOfD2] }, t0 + 3), 1);
+        assert.equal((await store.getDelivery(deadOfD2))!.delivery.status, 'pending');
+      }));
+
     test('S13 jobs held when their destination is deleted, then replayed: claimable at once, the old outcome refused', () =>
       withStore(async (store) => {
         await store.ingest({ receivedAtMs: t0, events: [event('a')], rejections: [] });

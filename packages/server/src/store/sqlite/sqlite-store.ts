@@ -138,7 +138,7 @@ export class SqliteStore implements Store {
     return this.leases.release(owner, leases);
   }
   async abandonPending(destinationId: string, nowMs: number): Promise<number> {
-    return abandonPending(this.db, this.leases, destinationId, nowMs);
+    return this.db.transaction(() => abandonPending(this.db, this.leases, this.deliveries, destinationId, nowMs))();
   }
   async enqueue(deliveries: NewDelivery[], nowMs: number): Promise<void> {
     this.db.transaction(() => {
