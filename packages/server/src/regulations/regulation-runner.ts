@@ -11,7 +11,7 @@ import type { Clock } from '../util/clock.js';
  * linked to them (see `Store.executeRegulation`), then queues one `delete` notice per user for
  * every enabled Webhooks destination connected to an affected source: one that held events of
  * that user, or one the request names. Requests are stored first, so one interrupted by a
- * crash is carried out at the next start.
+ * crash or a stop is carried out at the next start.
  */
 export class RegulationRunner {
   private queue: Promise<void> = Promise.resolve();

@@ -59,6 +59,8 @@ export class CoalescedTask {
       if (this.options.clock.now() < this.lastRunMs + this.options.intervalMs) this.arm();
       else void this.runNow();
     }, waitMs);
+    // A wait of minutes must not keep a process alive that has nothing else to do (Node's timers have unref; a manual clock's do not).
+    (this.timer as { unref?: () => void }).unref?.();
   }
 
   private async runNow(): Promise<void> {
