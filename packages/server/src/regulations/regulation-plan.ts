@@ -119,9 +119,10 @@ export class LinkedIdentities {
     return this.exceeded ? [...new Set(this.named)] : [...this.aliases.keys()];
   }
 
-  /** Adds the anonymous ids seen with the user ids of {@link userIds}. */
+  /** Adds the anonymous ids seen with the user ids of {@link userIds}; placeholder and shared ids are not taken. */
   addAnonymous(links: readonly AnonymousLink[]): void {
-    for (const [userId, anonymousId] of links) if (!isPlaceholderId(anonymousId)) this.linkSet(this.anonymous, userId).add(anonymousId);
+    for (const [userId, anonymousId] of links)
+      if (!isPlaceholderId(anonymousId) && !this.shared.has(anonymousId)) this.linkSet(this.anonymous, userId).add(anonymousId);
   }
 
   /** Every anonymous id whose events without a userId go (see {@link RegulationPlan.anonymousIds}). */

@@ -50,6 +50,8 @@ describe('LinkedIdentities: what a deletion request deletes', () => {
     const links = new LinkedIdentities(['alice']);
     explore(links, aliasLookup([['device-1', 'alice'], ['device-1', 'bob'], ['old-alice', 'alice'], ['old-bob', 'bob']]));
     assert.deepEqual(links.userIds().sort(), ['alice', 'old-alice']);
+    links.addAnonymous([['alice', 'device-1'], ['alice', 'anon-a']]);
+    assert.deepEqual(links.anonymousIds().sort(), ['alice', 'anon-a', 'old-alice'], 'the shared id is not deleted as an anonymous id either');
     const plan = links.plan(1, [['app', 'alice'], ['app', 'bob']], []);
     assert.deepEqual(plan.linkedIdentities, { followed: 1, skipped: 2, reason: 'placeholder_or_shared_id' });
   });

@@ -369,14 +369,17 @@ for (const backend of backends) {
             event('bob', { userId: 'bob' }),
             event('carol', { userId: 'carol' }),
             event('buggy-client', { userId: 'undefined' }),
+            // The shared device's own activity, before anyone logged in: whose, nobody can tell.
+            event('alice-on-device', { userId: 'alice', anonymousId: 'device-1' }),
+            event('device-anon', { userId: undefined, anonymousId: 'device-1' }),
           ],
           rejections: [],
         });
         await store.createRegulation({ id: 'reg_shared', userIds: ['alice'], sourceIds: null, nowMs: t0 });
         const done = await store.executeRegulation({ id: 'reg_shared', noticesFor: () => [], nowMs: t0 + 1 });
         const left = (await store.listDeliveries({ limit: 20 })).map((d) => d.messageId).sort();
-        assert.deepEqual(left, ['bob', 'bob-device', 'buggy-client', 'carol', 'carol-undefined'], 'nobody but alice and her old id');
-        assert.deepEqual([done.status, done.eventsDeleted], ['done', 5]);
+        assert.deepEqual(left, ['bob', 'bob-device', 'buggy-client', 'carol', 'carol-undefined', 'device-anon'], 'nobody but alice and her old id');
+        assert.deepEqual([done.status, done.eventsDeleted], ['done', 6]);
         assert.deepEqual(done.linkedIdentities, { followed: 1, skipped: 3, reason: 'placeholder_or_shared_id' }, 'old-alice followed; device-1, bob and undefined not');
       }));
 
