@@ -126,7 +126,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   const givenToken = options.adminToken?.trim();
   // Before the store is opened: a weak token stops the start with nothing created.
   if (givenToken !== undefined) assertStrongAdminToken(givenToken);
-  const store = options.store ?? new SqliteStore({ path: join(options.dataDir ?? defaultProcessSettings.dataDir, 'ferry.db') });
+  const store = options.store ?? new SqliteStore({ path: join(options.dataDir ?? defaultProcessSettings.dataDir, 'ferry.db'), clock });
   const catalog = new Catalog(store, clock, createDestinationRegistry(options.destinationTypes));
   await catalog.init({ sources: config.sources, destinations: config.destinations });
   const adminToken = await adminTokenInForce(store, givenToken);

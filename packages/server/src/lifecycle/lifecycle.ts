@@ -21,8 +21,8 @@ export interface LifecycleParts {
   worker: { stop(): Promise<void> };
   /** Stops the audience sync loop. */
   audiences: { stop(): Promise<void> };
-  /** Deletion requests in progress. */
-  regulations: { idle(): Promise<void> };
+  /** Deletion requests: the one running stops at its next batch boundary, the others stay pending. */
+  regulations: { stop(): Promise<void> };
   sender: { close(): Promise<void> };
   store: { close(): Promise<void> };
   /** Stops timers of the server's own (say, catalog reloads) as the stop begins. */
@@ -60,7 +60,9 @@ export class Lifecycle {
    * Drains, then stops: new requests get 503 at once; the listener stays open until every
    * attempt in flight has finished (the worker gives them up to 10 s, then hands their jobs
    * back) and at least `drainMs` has passed; then it closes, finishing the requests in
-   * progress, and deletion requests, the webhook sender and the store follow. Every step runs
+   * progress; then the deletion request running stops at its next batch boundary (it and
+   * those queued behind it stay pending and resume at the next start), and the webhook
+   * sender and the store close. Every step runs
    * even if one before it failed, so connections are always closed; the first error is
    * rethrown. Calling it again returns the same stop.
    */
@@ -83,7 +85,7 @@ export class Lifecycle {
     };
     await Promise.all([step(() => this.parts.audiences.stop()), step(() => this.parts.worker.stop()), drainMs > 0 ? delay(drainMs) : undefined]);
     await step(() => this.parts.app.close());
-    await step(() => this.parts.regulations.idle());
+    await step(() => this.parts.regulations.stop());
     await step(() => this.parts.sender.close());
     await step(() => this.parts.store.close());
     this.parts.events.emit('lifecycle:stopped', {});

@@ -10,13 +10,27 @@ import type { Clock } from '../util/clock.js';
  * linked to them (see `Store.executeRegulation`), then queues one `delete` notice per user for
  * every enabled destination whose type takes deletion notices (Webhooks does) connected to an
  * affected source: one that held events of that user, or one the request names. Requests are
- * stored first, so one interrupted by a crash is carried out at the next start.
+ * stored first, so one interrupted by a crash or a stop is carried out at the next start.
  */
 export class RegulationRunner {
   private queue: Promise<void> = Promise.resolve();
+  /** Requests scheduled and not yet carried out (or given up at a stop). */
+  private scheduled = 0;
+  private readonly stopping = new AbortController();
 
   constructor(
-    private readonly deps: { store: Store; catalog: Catalog; clock: Clock; logger: Logger; onQueued?: () => void; events?: EventBus },
+    private readonly deps: {
+      store: Store;
+      catalog: Catalog;
+      clock: Clock;
+      logger: Logger;
+      onQueued?: () => void;
+      events?: EventBus;
+      /** Linked user ids a request follows at most (see `LinkedIdentities`); default `defaultMaxLinkedUsers`. */
+      maxLinkedUsers?: number;
+      /** Events deleted per transaction; default `defaultPurgeBatchSize`. */
+      batchSize?: number;
+    },
   ) {}
 
   /** Stores a request and schedules it; resolves with the stored (pending) request. */
@@ -36,15 +50,39 @@ export class RegulationRunner {
     for (const r of await this.deps.store.pendingRegulations()) this.schedule(r.id);
   }
 
-  /** Resolves once everything scheduled so far has been carried out. */
+  /** Resolves once everything scheduled so far has been carried out (or given up by {@link stop}). */
   idle(): Promise<void> {
     return this.queue;
   }
 
+  /**
+   * Schedules no more requests and stops the one running at its next batch boundary: the
+   * requests not done stay pending, and the next start carries them out from their stored
+   * plan. Resolves once the running batch has committed.
+   */
+  stop(): Promise<void> {
+    this.stopping.abort();
+    return this.queue;
+  }
+
   private schedule(id: string): void {
+    this.scheduled += 1;
     // One at a time, in order: requests touching the same users must not interleave.
-    this.queue = this.queue.then(() => this.execute(id)).catch((err) => {
-      this.deps.logger.error({ err, regulationId: id }, 'deletion request failed; it stays pending and is retried at the next start');
+    this.queue = this.queue
+      .then(() => (this.stopping.signal.aborted ? undefined : this.execute(id)))
+      .catch((err) => {
+        this.deps.logger.error({ err, regulationId: id }, 'deletion request failed; it stays pending and is retried at the next start');
+      })
+      .finally(() => {
+        this.scheduled -= 1;
+        // Once the queue is idle, not after each request: the store coalesces these too.
+        if (this.scheduled === 0 && !this.stopping.signal.aborted) this.reclaim();
+      });
+  }
+
+  private reclaim(): void {
+    this.deps.store.reclaimDeleted().catch((err: unknown) => {
+      this.deps.logger.warn({ err }, 'the space of the deleted rows could not be reclaimed now; see docs/operations.md#deleted-data');
     });
   }
 
@@ -67,7 +105,12 @@ export class RegulationRunner {
       }
       return notices;
     };
-    const done = await store.executeRegulation({ id, nowMs, noticesFor });
+    const { batchSize, maxLinkedUsers } = this.deps;
+    const done = await store.executeRegulation({ id, nowMs, noticesFor, batchSize, maxLinkedUsers, signal: this.stopping.signal });
+    if (done.status === 'pending') {
+      logger.info({ regulationId: id, eventsDeleted: done.eventsDeleted }, 'deletion request stopped by the stop; it resumes at the next start');
+      return;
+    }
     logger.info(
       { regulationId: id, eventsDeleted: done.eventsDeleted, deliveriesDeleted: done.deliveriesDeleted, notices: done.notificationsQueued },
       'deletion request carried out',
@@ -79,10 +122,5 @@ export class RegulationRunner {
       notices: done.notificationsQueued,
     });
     if (done.notificationsQueued > 0) this.deps.onQueued?.();
-    try {
-      await store.reclaimDeleted();
-    } catch (err) {
-      logger.warn({ err, regulationId: id }, 'the space of the deleted rows could not be reclaimed now; see docs/operations.md#deleted-data');
-    }
   }
 }

@@ -115,7 +115,12 @@ export interface DeliveryQueue {
    * with how many it returned.
    */
   releaseLeases(owner: string, nowMs: number, leases?: readonly HeldLease[]): Promise<number>;
-  /** Dead-letters every pending job of a destination that was deleted (reason `destination_deleted`). */
+  /**
+   * Dead-letters every pending job of a destination that was deleted (reason
+   * `destination_deleted`), and deletes its `delete` notices, whatever their state, with their
+   * attempts: each names a user, and no other destination was to get it. Resolves with how many
+   * pending jobs it took out of line (either way).
+   */
   abandonPending(destinationId: string, nowMs: number): Promise<number>;
   /** Queues deliveries that are not tied to a stored event (deletion notices, audience identifies). */
   enqueue(deliveries: NewDelivery[], nowMs: number): Promise<void>;

@@ -2,7 +2,7 @@ import type { DeadReason } from '../model/attempt.js';
 import type { ClaimedDelivery } from './delivery-queue.js';
 import type { AttemptView, DeliveryView } from './delivery-reads.js';
 import type { RejectionView } from './event-log.js';
-import type { Regulation } from './regulations-store.js';
+import type { LinkedIdentitiesReport, Regulation } from './regulations-store.js';
 
 /**
  * Row shapes shared by the SQL stores (both use the same column names) and their mapping to
@@ -37,6 +37,7 @@ export interface RegulationRow {
   user_count: number;
   source_ids: string | null;
   plan: string | null;
+  linked_identities: string | null;
   status: Regulation['status'];
   created_at: number;
   finished_at: number | null;
@@ -127,6 +128,7 @@ export function toRegulation(r: RegulationRow): Regulation {
     eventsDeleted: r.events_deleted,
     deliveriesDeleted: r.deliveries_deleted,
     notificationsQueued: r.notifications_queued,
+    linkedIdentities: r.linked_identities === null ? null : (JSON.parse(r.linked_identities) as LinkedIdentitiesReport),
   };
 }
 

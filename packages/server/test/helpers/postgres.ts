@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { PgStore } from '../../src/store/postgres/pg-store.js';
+import { PgStore, type PgStoreOptions } from '../../src/store/postgres/pg-store.js';
 
 /**
  * A PostgreSQL server for tests: `FERRY_TEST_DATABASE_URL` when set, else the local server on
@@ -148,14 +148,14 @@ export async function freshSchema(onCleanup: (fn: () => Promise<void>) => void):
  * runs `fn` on a connection of the test's own to the store's schema, so a test reads the
  * tables without reaching into the store.
  */
-export async function openFreshPgStore(poolSize = 4): Promise<{
+export async function openFreshPgStore(poolSize = 4, options: Omit<PgStoreOptions, 'connectionString' | 'schema' | 'poolSize'> = {}): Promise<{
   store: PgStore;
   cleanup: () => Promise<void>;
   inSchema: <T>(fn: (client: pg.Client) => Promise<T>) => Promise<T>;
 }> {
   const url = await postgresUrl();
   const schema = uniqueSchema();
-  const store = await PgStore.open({ connectionString: url, schema, poolSize });
+  const store = await PgStore.open({ connectionString: url, schema, poolSize, ...options });
   const inSchema = async <T>(fn: (client: pg.Client) => Promise<T>): Promise<T> => {
     const client = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
     await client.connect();

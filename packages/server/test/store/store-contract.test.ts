@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -15,21 +15,30 @@ import { claimAfterSql } from '../../src/store/sqlite/sqlite-claim.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { AttemptRecord } from '../../src/model/attempt.js';
 import type { AffectedSources, ClaimedDelivery, DeleteNotice, NewEvent, Store } from '../../src/store/store.js';
+import { ManualClock } from '../../src/util/clock.js';
+import { turn } from '../helpers/until.js';
 import { dropSchema, openFreshPgStore, postgresUrl, stopPostgres, uniqueSchema } from '../helpers/postgres.js';
 
+/** Time and the least interval between two reclaims of deleted space, for a store that is told them. */
+interface ReclaimTiming {
+  clock: ManualClock;
+  intervalMs: number;
+}
+
 /** One contract, every implementation: each test gets a fresh store (own file or own schema). */
-const backends: { name: string; open: () => Promise<{ store: Store; cleanup: () => Promise<void> }> }[] = [
+const backends: { name: string; open: (timing?: ReclaimTiming) => Promise<{ store: Store; cleanup: () => Promise<void> }> }[] = [
   {
     name: 'sqlite',
-    open: async () => {
+    open: async (timing) => {
       const dir = mkdtempSync(join(tmpdir(), 'ferry-store-'));
-      const store = new SqliteStore({ path: join(dir, 'ferry.db') });
+      const reclaim = timing && { clock: timing.clock, walTruncateIntervalMs: timing.intervalMs };
+      const store = new SqliteStore({ path: join(dir, 'ferry.db'), ...reclaim });
       return { store, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
     },
   },
   {
     name: 'postgres',
-    open: () => openFreshPgStore(),
+    open: (timing) => openFreshPgStore(4, timing && { clock: timing.clock, vacuumIntervalMs: timing.intervalMs }),
   },
 ];
 after(() => stopPostgres());
@@ -74,8 +83,8 @@ const attempt = (over: Partial<AttemptRecord> = {}): AttemptRecord => ({
 
 for (const backend of backends) {
   describe(`store contract: ${backend.name}`, () => {
-    async function withStore(fn: (store: Store) => Promise<void>) {
-      const { store, cleanup } = await backend.open();
+    async function withStore(fn: (store: Store) => Promise<void>, timing?: ReclaimTiming) {
+      const { store, cleanup } = await backend.open(timing);
       try {
         await fn(store);
       } finally {
@@ -344,6 +353,89 @@ for (const backend of backends) {
         assert.deepEqual([kept.delivery.status, kept.attempts.length], ['pending', 1], 'the other is still on its way');
       }));
 
+    test('S07f links are not followed through a previousId two users share nor through a placeholder id; the request records what it skipped', () =>
+      withStore(async (store) => {
+        const alias = (messageId: string, previousId: string, userId: string) =>
+          event(messageId, { type: 'alias', userId, json: JSON.stringify({ type: 'alias', previousId, userId }) });
+        await store.ingest({ receivedAtMs: t0,
+          events: [
+            alias('alice-device', 'device-1', 'alice'),
+            alias('bob-device', 'device-1', 'bob'),
+            alias('alice-undefined', 'undefined', 'alice'),
+            alias('carol-undefined', 'undefined', 'carol'),
+            alias('alice-old', 'old-alice', 'alice'),
+            event('alice', { userId: 'alice' }),
+            event('old-alice', { userId: 'old-alice' }),
+            event('bob', { userId: 'bob' }),
+            event('carol', { userId: 'carol' }),
+            event('buggy-client', { userId: 'undefined' }),
+            // The shared device's own activity, before anyone logged in: whose, nobody can tell.
+            event('alice-on-device', { userId: 'alice', anonymousId: 'device-1' }),
+            event('device-anon', { userId: undefined, anonymousId: 'device-1' }),
+          ],
+          rejections: [],
+        });
+        await store.createRegulation({ id: 'reg_shared', userIds: ['alice'], sourceIds: null, nowMs: t0 });
+        const done = await store.executeRegulation({ id: 'reg_shared', noticesFor: () => [], nowMs: t0 + 1 });
+        const left = (await store.listDeliveries({ limit: 20 })).map((d) => d.messageId).sort();
+        assert.deepEqual(left, ['bob', 'bob-device', 'buggy-client', 'carol', 'carol-undefined', 'device-anon'], 'nobody but alice and her old id');
+        assert.deepEqual([done.status, done.eventsDeleted], ['done', 6]);
+        assert.deepEqual(done.linkedIdentities, { followed: 1, skipped: 3, reason: 'placeholder_or_shared_id' }, 'old-alice followed; device-1, bob and undefined not');
+      }));
+
+    test('S07g past the limit of linked ids a request deletes only the named user and its own anonymous ids, and says so', () =>
+      withStore(async (store) => {
+        const alias = (messageId: string, previousId: string) =>
+          event(messageId, { type: 'alias', userId: 'u1', json: JSON.stringify({ type: 'alias', previousId, userId: 'u1' }) });
+        await store.ingest({ receivedAtMs: t0,
+          events: [
+            alias('alias-1', 'linked-1'),
+            alias('alias-2', 'linked-2'),
+            event('linked-1', { userId: 'linked-1' }),
+            event('linked-2', { userId: 'linked-2' }),
+            event('login', { type: 'identify', anonymousId: 'anon-u1' }),
+            event('before-login', { userId: undefined, anonymousId: 'anon-u1' }),
+          ],
+          rejections: [],
+        });
+        await store.createRegulation({ id: 'reg_many', userIds: ['u1'], sourceIds: null, nowMs: t0 });
+        const done = await store.executeRegulation({ id: 'reg_many', noticesFor: () => [], nowMs: t0 + 1, maxLinkedUsers: 1 });
+        assert.deepEqual((await store.listDeliveries({ limit: 20 })).map((d) => d.messageId).sort(), ['linked-1', 'linked-2']);
+        assert.deepEqual([done.status, done.eventsDeleted], ['done', 4]);
+        assert.deepEqual(done.linkedIdentities, { followed: 0, skipped: 2, reason: 'limit_exceeded' });
+      }));
+
+    test('S07h an aborted request stops at a batch boundary, still pending, and a later run finishes it', () =>
+      withStore(async (store) => {
+        await store.ingest({ receivedAtMs: t0, events: ['a', 'b', 'c', 'd', 'e', 'f'].map((m) => event(m)), rejections: [] });
+        await store.createRegulation({ id: 'reg_stop', userIds: ['u1'], sourceIds: null, nowMs: t0 });
+        // Aborted once two batches have begun.
+        let looks = 0;
+        const signal = { get aborted() { return ++looks > 2; } } as AbortSignal;
+        const stopped = await store.executeRegulation({ id: 'reg_stop', noticesFor: () => [], nowMs: t0 + 1, batchSize: 2, signal });
+        assert.deepEqual([stopped.status, stopped.eventsDeleted, stopped.userIds], ['pending', 4, ['u1']]);
+        assert.equal((await store.stats()).events, 2);
+        const done = await store.executeRegulation({ id: 'reg_stop', noticesFor: () => [], nowMs: t0 + 2, batchSize: 2 });
+        assert.deepEqual([done.status, done.eventsDeleted], ['done', 6]);
+      }));
+
+    test('S07i space is reclaimed at most once per interval: requests within one share the run at its end', () => {
+      const clock = new ManualClock(t0);
+      return withStore(
+        async (store) => {
+          await store.reclaimDeleted();
+          let second = 0;
+          const later = [store.reclaimDeleted(), store.reclaimDeleted()].map((p) => p.then(() => (second += 1)));
+          for (let i = 0; i < 5; i += 1) await turn();
+          assert.equal(second, 0, 'not within the interval');
+          clock.advance(60_000);
+          await Promise.all(later);
+          assert.equal(second, 2);
+        },
+        { clock, intervalMs: 60_000 },
+      );
+    });
+
     test('S08 listing filters and pages by id', () =>
       withStore(async (store) => {
         await store.ingest({ receivedAtMs: t0, events: ['a', 'b', 'c', 'd'].map((m) => event(m)), rejections: [] });
@@ -462,6 +554,31 @@ for (const backend of backends) {
         assert.equal((await store.getDelivery(b!.id))!.delivery.status, 'dead');
       }));
 
+    test('S13b a dead-lettered delete notice stays, replayable, with its attempts; a deleted destination\'s notices go with it, pending or dead', () =>
+      withStore(async (store) => {
+        await store.ingest({ receivedAtMs: t0, events: [event('a')], rejections: [] });
+        const notice = (destinationId: string, userId: string) => ({ destinationId, sourceId: 'app', kind: 'delete' as const, userId, body: `{"type":"delete","userId":"${userId}"}` });
+        await store.enqueue([notice('d1', 'u1'), notice('d1', 'u2'), notice('d2', 'u3')], t0);
+        const deadLetter = async (destinationId: string, userId: string) => {
+          const job = (await store.claim({ destinationId, owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 10 })).find((j) => j.kind === 'delete' && j.userId === userId)!;
+          const failed = attempt({ statusCode: 404, responseBody: job.body });
+          await store.complete({ id: job.id, owner: 'w', createdAtMs: job.createdAtMs, kind: 'delete', nowMs: t0 + 1, firstAttemptAtMs: t0, attempts: [failed], outcome: { status: 'dead', reason: 'non_retryable_response', lastError: 'HTTP 404' } });
+          await store.releaseLeases('w', t0 + 1);
+          return job.id;
+        };
+        const deadOfD1 = await deadLetter('d1', 'u1');
+        const deadOfD2 = await deadLetter('d2', 'u3');
+        const kept = (await store.getDelivery(deadOfD2))!;
+        assert.deepEqual([kept.delivery.status, kept.delivery.userId, kept.attempts.length], ['dead', 'u3', 1], 'kept to be replayed');
+
+        assert.equal(await store.abandonPending('d1', t0 + 2), 2, 'the event delivery dead-lettered, the pending notice deleted');
+        assert.equal(await store.getDelivery(deadOfD1), null);
+        const left = await store.listDeliveries({ limit: 10 });
+        assert.deepEqual(left.map((d) => [d.destinationId, d.kind, d.status, d.userId]), [['d1', 'event', 'dead', 'u1'], ['d2', 'delete', 'dead', 'u3']]);
+        assert.equal(await store.replay({ ids: [deadOfD2] }, t0 + 3), 1);
+        assert.equal((await store.getDelivery(deadOfD2))!.delivery.status, 'pending');
+      }));
+
     test('S13 jobs held when their destination is deleted, then replayed: claimable at once, the old outcome refused', () =>
       withStore(async (store) => {
         await store.ingest({ receivedAtMs: t0, events: [event('a')], rejections: [] });
@@ -558,6 +675,30 @@ describe('SQLite store: one process per file, leases in memory', () => {
       }
       await store.checkReady();
       assert.deepEqual(await store.ingest({ receivedAtMs: t0, events: [event('a')], rejections: [] }), { inserted: 1, duplicates: 0, deliveries: 1 });
+    }));
+
+  test('the WAL is truncated at most once per interval, after deletion requests and delivered notices alike', () =>
+    withSqlitePath(async (path) => {
+      const clock = new ManualClock(t0);
+      const store = new SqliteStore({ path, clock, walTruncateIntervalMs: 5000 });
+      const walBytes = () => (existsSync(`${path}-wal`) ? statSync(`${path}-wal`).size : 0);
+      try {
+        await store.ingest({ receivedAtMs: t0, events: [event('a')], rejections: [] });
+        await store.reclaimDeleted();
+        assert.equal(walBytes(), 0, 'the first one at once');
+        await store.enqueue([{ destinationId: 'd1', sourceId: 'app', kind: 'delete', userId: 'u1', body: '{"type":"delete","userId":"u1"}' }], t0);
+        const [notice] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 10 }).then((jobs) => jobs.filter((j) => j.kind === 'delete'));
+        const ok = attempt({ statusCode: 200, errorClass: null, errorMessage: null });
+        await store.complete({ id: notice!.id, owner: 'w', createdAtMs: notice!.createdAtMs, kind: 'delete', nowMs: t0 + 1, firstAttemptAtMs: t0, attempts: [ok], outcome: { status: 'succeeded' } });
+        const requested = store.reclaimDeleted();
+        for (let i = 0; i < 5; i += 1) await turn();
+        assert.ok(walBytes() > 0, 'the delivered notice and the request within the interval wait for its end');
+        clock.advance(5000);
+        await requested;
+        assert.equal(walBytes(), 0, 'one truncation for both at the end of the interval');
+      } finally {
+        await store.close();
+      }
     }));
 
   test('claims in a backlog read on after the last job claimed; jobs before it that are free again come back within a few claims', () =>

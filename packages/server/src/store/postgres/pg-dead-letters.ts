@@ -1,18 +1,30 @@
 import type pg from 'pg';
 import type { ReplayFilter } from '../delivery-queue.js';
-import { queued } from './pg-delivery-rows.js';
+import { deleteDeliveries, queued } from './pg-delivery-rows.js';
+import { inTransaction } from './pg-pools.js';
 
-/** Dead-letters every pending job of a deleted destination: its queue rows go, its delivery rows say why. Returns how many. */
+/**
+ * Dead-letters every pending job of a deleted destination (its queue rows go, its delivery
+ * rows say why) and deletes its `delete` notices (see `DeliveryQueue.abandonPending`).
+ * Returns how many pending jobs it took.
+ */
 export async function abandonPending(pool: pg.Pool, destinationId: string, nowMs: number): Promise<number> {
-  const r = await pool.query(
-    `WITH q AS (
-       DELETE FROM delivery_queue WHERE delivery_id IN (SELECT delivery_id FROM delivery_queue WHERE destination_id = $2 ORDER BY delivery_id FOR UPDATE)
-       RETURNING delivery_id)
-     UPDATE deliveries SET status = 'dead', dead_reason = 'destination_deleted', completed_at = $1, last_error = 'the destination was deleted'
-     WHERE id IN (SELECT delivery_id FROM q)`,
-    [nowMs, destinationId],
-  );
-  return r.rowCount ?? 0;
+  return inTransaction(pool, async (client) => {
+    const { rows: notices } = await client.query<{ id: number; status: string }>(
+      `SELECT id, status FROM deliveries WHERE destination_id = $1 AND kind = 'delete'`,
+      [destinationId],
+    );
+    await deleteDeliveries(client, notices.map((n) => n.id));
+    const r = await client.query(
+      `WITH q AS (
+         DELETE FROM delivery_queue WHERE delivery_id IN (SELECT delivery_id FROM delivery_queue WHERE destination_id = $2 ORDER BY delivery_id FOR UPDATE)
+         RETURNING delivery_id)
+       UPDATE deliveries SET status = 'dead', dead_reason = 'destination_deleted', completed_at = $1, last_error = 'the destination was deleted'
+       WHERE id IN (SELECT delivery_id FROM q)`,
+      [nowMs, destinationId],
+    );
+    return (r.rowCount ?? 0) + notices.filter((n) => n.status === 'pending').length;
+  });
 }
 
 /** Puts the dead letters `filter` takes back in line (a delivery row pending again, and its queue row), due at `nowMs`. Returns how many. */

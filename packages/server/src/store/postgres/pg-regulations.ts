@@ -1,16 +1,32 @@
 import type pg from 'pg';
 import { defaultPurgeBatchSize, LinkedIdentities, type RegulationPlan } from '../../model/regulation-plan.js';
-import type { AffectedSources, DeleteNotice, Regulation, RegulationsStore } from '../regulations-store.js';
+import type { AffectedSources, DeleteNotice, ExecuteRegulationArgs, Regulation, RegulationsStore } from '../regulations-store.js';
 import { toRegulation, type RegulationRow } from '../rows.js';
 import { deleteDeliveries, insertLoose } from './pg-delivery-rows.js';
 import { inTransaction } from './pg-pools.js';
+import { CoalescedTask } from '../coalesced-task.js';
+import { systemClock, timersOf, type Clock } from '../../util/clock.js';
 
 /**
  * Deletion requests on PostgreSQL: the plan, made once under the request's row lock; the
- * purge in batches, each a transaction of its own; the last step; the purged tables vacuumed.
+ * purge in batches, each a transaction of its own; the last step; the purged tables vacuumed
+ * (at most once per interval, see {@link defaultVacuumIntervalMs}).
  */
 export class PgRegulations implements RegulationsStore {
-  constructor(private readonly pool: pg.Pool) {}
+  private readonly vacuum: CoalescedTask;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    options: { clock?: Clock; vacuumIntervalMs?: number },
+  ) {
+    this.vacuum = new CoalescedTask({
+      // Outside a transaction, as VACUUM must be. Ingestion and delivery go on meanwhile (docs/operations.md#deleted-data).
+      run: async () => void (await this.pool.query(`VACUUM ${purgedTables.join(', ')}`)),
+      clock: options.clock ?? systemClock,
+      timers: timersOf(options.clock ?? systemClock),
+      intervalMs: options.vacuumIntervalMs ?? defaultVacuumIntervalMs,
+    });
+  }
 
   async createRegulation(args: { id: string; userIds: string[]; sourceIds: string[] | null; nowMs: number }): Promise<Regulation> {
     await this.pool.query(`INSERT INTO regulations (id, user_ids, user_count, source_ids, status, created_at) VALUES ($1, $2, $3, $4, 'pending', $5)`, [
@@ -33,29 +49,38 @@ export class PgRegulations implements RegulationsStore {
     return rows.map(toRegulation);
   }
 
-  async executeRegulation(args: {
-    id: string;
-    nowMs: number;
-    noticesFor: (affected: AffectedSources) => DeleteNotice[];
-    batchSize?: number;
-  }): Promise<Regulation> {
-    const plan = await inTransaction(this.pool, (client) => planOf(client, args.id));
+  async executeRegulation(args: ExecuteRegulationArgs): Promise<Regulation> {
+    const plan = await inTransaction(this.pool, (client) => planOf(client, args.id, args.maxLinkedUsers));
     if (plan !== undefined) {
       const limit = args.batchSize ?? defaultPurgeBatchSize;
       for (const [column, ids] of [['user_id', plan.plan.userIds], ['anonymous_id', plan.plan.anonymousIds]] as const)
         for (const id of ids)
           // Each batch commits on its own: its locks are held only that long.
-          while ((await inTransaction(this.pool, (client) => purgeBatch(client, args.id, plan, column, id, limit))) === limit);
+          for (let deleted = limit; deleted === limit; ) {
+            if (args.signal?.aborted) return (await this.getRegulation(args.id))!;
+            deleted = await inTransaction(this.pool, (client) => purgeBatch(client, args.id, plan, column, id, limit));
+          }
       await inTransaction(this.pool, (client) => finishRegulation(client, args.id, plan.plan, args.noticesFor, args.nowMs));
     }
     return (await this.getRegulation(args.id))!;
   }
 
-  async reclaimDeleted(): Promise<void> {
-    // Outside a transaction, as VACUUM must be. Ingestion and delivery go on meanwhile (docs/operations.md#deleted-data).
-    await this.pool.query(`VACUUM ${purgedTables.join(', ')}`);
+  reclaimDeleted(): Promise<void> {
+    return this.vacuum.request();
+  }
+
+  /** Gives a vacuum still waiting for its interval up: autovacuum frees the space in time. */
+  close(): void {
+    this.vacuum.close();
   }
 }
+
+/**
+ * A vacuum reads every page of six tables not marked all-visible: one per deletion request
+ * would be unbounded work for a burst of them. Also how long the bytes of rows deleted can
+ * wait for it (besides autovacuum's own runs).
+ */
+export const defaultVacuumIntervalMs = 10 * 60_000;
 
 /** The tables a deletion request (or a delivered notice) deletes rows from. */
 const purgedTables = ['events', 'deliveries', 'attempts', 'delivery_queue', 'audience_members', 'regulations'];
@@ -64,13 +89,13 @@ const purgedTables = ['events', 'deliveries', 'attempts', 'delivery_queue', 'aud
  * The stored plan of a pending regulation, made and stored first if it has none. The row is
  * locked, so two nodes resuming the same request make one plan between them.
  */
-async function planOf(client: pg.PoolClient, id: string): Promise<{ plan: RegulationPlan; scope: string[] | null } | undefined> {
+async function planOf(client: pg.PoolClient, id: string, maxLinkedUsers: number | undefined): Promise<{ plan: RegulationPlan; scope: string[] | null } | undefined> {
   const { rows } = await client.query<RegulationRow>(`SELECT * FROM regulations WHERE id = $1 FOR UPDATE`, [id]);
   const row = rows[0];
   if (!row || row.status !== 'pending') return undefined;
   const scope = row.source_ids === null ? null : (JSON.parse(row.source_ids) as string[]);
   if (row.plan !== null) return { plan: JSON.parse(row.plan) as RegulationPlan, scope };
-  const links = new LinkedIdentities(JSON.parse(row.user_ids) as string[]);
+  const links = new LinkedIdentities(JSON.parse(row.user_ids) as string[], maxLinkedUsers);
   const previous = `(json::jsonb ->> 'previousId')`;
   for (let ids = links.unexplored(); ids.length > 0; ids = links.unexplored()) {
     const found = await client.query<[string, string]>({
@@ -99,7 +124,7 @@ async function planOf(client: pg.PoolClient, id: string): Promise<{ plan: Regula
     links.anonymousIds(),
   );
   const plan = links.plan(maxEventId, byUser, byAnonymous);
-  await client.query(`UPDATE regulations SET plan = $1 WHERE id = $2`, [JSON.stringify(plan), id]);
+  await client.query(`UPDATE regulations SET plan = $1, linked_identities = $2 WHERE id = $3`, [JSON.stringify(plan), JSON.stringify(plan.linkedIdentities), id]);
   return { plan, scope };
 }
 

@@ -4,8 +4,9 @@ import type { StoredCatalog } from '../catalog-store.js';
 import type { ClaimedDelivery, ClaimRequest, Completion, HeldLease, NewDelivery, ReplayFilter } from '../delivery-queue.js';
 import type { DeliveryDetail, DeliveryFilter, DeliveryView } from '../delivery-reads.js';
 import type { IngestOutcome, IngestWrite, RejectionCount, RejectionView } from '../event-log.js';
-import type { AffectedSources, DeleteNotice, Regulation } from '../regulations-store.js';
+import type { ExecuteRegulationArgs, Regulation } from '../regulations-store.js';
 import type { Store, StoreStats } from '../store.js';
+import type { Clock } from '../../util/clock.js';
 import { PgAudienceStore } from './pg-audience-store.js';
 import { PgCatalog } from './pg-catalog.js';
 import { claim, nextDueAt } from './pg-claim.js';
@@ -28,6 +29,10 @@ export interface PgStoreOptions {
   schema?: string;
   /** Connections in the pool; default 10. */
   poolSize?: number;
+  /** Time and timers of the vacuums' interval; default the system clock and Node's timers. */
+  clock?: Clock;
+  /** Least time, in ms, between two vacuums after deletions (see `reclaimDeleted`); default `defaultVacuumIntervalMs`. */
+  vacuumIntervalMs?: number;
 }
 
 const schemaName = /^[a-z_][a-z0-9_]*$/;
@@ -56,11 +61,14 @@ export class PgStore implements Store {
   private readonly regulations: PgRegulations;
   private readonly catalog: PgCatalog;
 
-  private constructor(private readonly pools: PgPools) {
+  private constructor(
+    private readonly pools: PgPools,
+    options: PgStoreOptions,
+  ) {
     this.eventLog = new PgEventLog(pools.main);
     this.completions = new PgCompletions(pools);
     this.reads = new PgDeliveryReads(pools.main);
-    this.regulations = new PgRegulations(pools.main);
+    this.regulations = new PgRegulations(pools.main, options);
     this.catalog = new PgCatalog(pools.main);
     this.audiences = new PgAudienceStore(pools.main);
   }
@@ -76,7 +84,7 @@ export class PgStore implements Store {
       await endPools(pools);
       throw error;
     }
-    return new PgStore(pools);
+    return new PgStore(pools, options);
   }
 
   // event log (pg-event-log.ts)
@@ -132,7 +140,7 @@ export class PgStore implements Store {
   pendingRegulations(): Promise<Regulation[]> {
     return this.regulations.pendingRegulations();
   }
-  executeRegulation(args: { id: string; nowMs: number; noticesFor: (affected: AffectedSources) => DeleteNotice[]; batchSize?: number }): Promise<Regulation> {
+  executeRegulation(args: ExecuteRegulationArgs): Promise<Regulation> {
     return this.regulations.executeRegulation(args);
   }
   reclaimDeleted(): Promise<void> {
@@ -183,6 +191,7 @@ export class PgStore implements Store {
   async close(): Promise<void> {
     // Completions already handed in still reach the database: their jobs were sent.
     await this.completions.drained();
+    this.regulations.close();
     await endPools(this.pools);
   }
 }

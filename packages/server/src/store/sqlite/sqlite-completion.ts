@@ -4,7 +4,7 @@ import type { Completion } from '../delivery-queue.js';
 import { storedText } from '../rows.js';
 import type { GroupCommit } from './group-commit.js';
 import { holds, type LeaseTable } from './lease-table.js';
-import { truncateWal } from './sqlite-connection.js';
+import type { CoalescedTask } from '../coalesced-task.js';
 import type { SqliteDeliveryRows } from './sqlite-delivery-rows.js';
 import type { WriteProbe } from './write-probe.js';
 
@@ -28,7 +28,9 @@ export class SqliteCompletions {
             const lease = this.leases.get(c.id);
             if (lease !== undefined && holds(lease, c)) this.leases.unhold(c.id);
           }
-          if (this.noticesForgotten) this.forgetNoticesInWal();
+          // So that no byte of the user is left once every notice is through. A reader elsewhere
+          // may keep it from finishing: the task then tries again an interval later.
+          if (batch.some((c) => c.kind === 'delete' && c.outcome.status === 'succeeded')) this.walTruncation.request().catch(() => {});
           return kept;
         },
         (error: unknown) => {
@@ -38,8 +40,6 @@ export class SqliteCompletions {
       ),
     { maxBatch: Number.POSITIVE_INFINITY, parallel: Number.POSITIVE_INFINITY },
   );
-  /** A delivered notice was deleted, and the WAL still holds it (see {@link forgetNoticesInWal}). */
-  private noticesForgotten = false;
   private readonly deliveryExists: Database.Statement<[number, number | null, number | null], { one: number }>;
   // Positional parameters on the two statements of every delivery: binding by name costs more.
   private readonly insertAttempt: Database.Statement<[number, string, number, number, number | null, string | null, string | null, string | null, string]>;
@@ -53,6 +53,7 @@ export class SqliteCompletions {
     private readonly leases: LeaseTable,
     private readonly probe: WriteProbe,
     private readonly deliveries: SqliteDeliveryRows,
+    private readonly walTruncation: CoalescedTask,
   ) {
     this.deliveryExists = db.prepare(`SELECT 1 AS one FROM deliveries WHERE id = ? AND (? IS NULL OR created_at = ?)`);
     this.insertAttempt = db.prepare(
@@ -102,7 +103,6 @@ export class SqliteCompletions {
       if (kept && o.status === 'succeeded' && args.kind === 'delete') {
         // A notice delivered has done its work; kept, it would name the user it was about.
         this.deliveries.delete([args.id]);
-        this.noticesForgotten = true;
         return kept;
       }
     }
@@ -112,19 +112,5 @@ export class SqliteCompletions {
       for (const a of args.attempts)
         this.insertAttempt.run(args.id, storedText(a.url), a.startedAtMs, a.latencyMs, a.statusCode, a.errorClass, storedText(a.errorMessage), storedText(a.responseBody), a.trigger);
     return kept;
-  }
-
-  /**
-   * Truncates the WAL after delivered notices were deleted, so that no byte of the user is
-   * left once every notice is through. Notices are rare, so the checkpoint is too. A reader
-   * elsewhere may keep it from finishing: it is then tried again after the next completions.
-   */
-  private forgetNoticesInWal(): void {
-    try {
-      truncateWal(this.db);
-      this.noticesForgotten = false;
-    } catch {
-      // Still set: the next group of completions tries again.
-    }
   }
 }

@@ -1,9 +1,15 @@
 import type Database from 'better-sqlite3';
 import type { ReplayFilter } from '../delivery-queue.js';
 import type { LeaseTable } from './lease-table.js';
+import type { SqliteDeliveryRows } from './sqlite-delivery-rows.js';
 
-/** Dead-letters every pending job of a deleted destination; its held jobs are let go. Returns how many. */
-export function abandonPending(db: Database.Database, leases: LeaseTable, destinationId: string, nowMs: number): number {
+/**
+ * Dead-letters every pending job of a deleted destination and deletes its `delete` notices
+ * (see `DeliveryQueue.abandonPending`); its held jobs are let go. Returns how many pending jobs it took.
+ */
+export function abandonPending(db: Database.Database, leases: LeaseTable, deliveries: SqliteDeliveryRows, destinationId: string, nowMs: number): number {
+  const notices = db.prepare(`SELECT id, status FROM deliveries WHERE destination_id = ? AND kind = 'delete'`).all(destinationId) as { id: number; status: string }[];
+  deliveries.delete(notices.map((n) => n.id));
   const abandoned = db
     .prepare(
       `UPDATE deliveries SET status = 'dead', dead_reason = 'destination_deleted', completed_at = ?, lease_owner = NULL,
@@ -13,7 +19,7 @@ export function abandonPending(db: Database.Database, leases: LeaseTable, destin
     .run(nowMs, destinationId).changes;
   // Its held jobs are dead now: an outcome still on its way is refused, and nothing is held.
   leases.unholdDestination(destinationId);
-  return abandoned;
+  return abandoned + notices.filter((n) => n.status === 'pending').length;
 }
 
 /** Puts the dead letters `filter` takes back in line, due at `nowMs`. Returns how many. */

@@ -1,19 +1,21 @@
 import type Database from 'better-sqlite3';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { defaultPurgeBatchSize, LinkedIdentities, type RegulationPlan } from '../../model/regulation-plan.js';
-import type { AffectedSources, DeleteNotice, Regulation, RegulationsStore } from '../regulations-store.js';
+import type { DeleteNotice, ExecuteRegulationArgs, Regulation, RegulationsStore } from '../regulations-store.js';
 import { toRegulation, type RegulationRow } from '../rows.js';
-import { truncateWal } from './sqlite-connection.js';
+import type { CoalescedTask } from '../coalesced-task.js';
 import type { SqliteDeliveryRows } from './sqlite-delivery-rows.js';
 
 /**
  * Deletion requests on SQLite: the plan, the purge in batches (each a transaction of its own,
- * with a turn of the event loop between two), the last step, and the WAL truncated after.
+ * with a turn of the event loop between two), the last step, and the WAL truncated after
+ * (at most once per interval, see `defaultWalTruncateIntervalMs`).
  */
 export class SqliteRegulations implements RegulationsStore {
   constructor(
     private readonly db: Database.Database,
     private readonly deliveries: SqliteDeliveryRows,
+    private readonly walTruncation: CoalescedTask,
   ) {}
 
   async createRegulation(args: { id: string; userIds: string[]; sourceIds: string[] | null; nowMs: number }): Promise<Regulation> {
@@ -33,18 +35,14 @@ export class SqliteRegulations implements RegulationsStore {
     return rows.map(toRegulation);
   }
 
-  async executeRegulation(args: {
-    id: string;
-    nowMs: number;
-    noticesFor: (affected: AffectedSources) => DeleteNotice[];
-    batchSize?: number;
-  }): Promise<Regulation> {
-    const plan = this.db.transaction(() => this.planOf(args.id))();
+  async executeRegulation(args: ExecuteRegulationArgs): Promise<Regulation> {
+    const plan = this.db.transaction(() => this.planOf(args.id, args.maxLinkedUsers))();
     if (plan !== undefined) {
       const limit = args.batchSize ?? defaultPurgeBatchSize;
       for (const [column, ids] of [['user_id', plan.plan.userIds], ['anonymous_id', plan.plan.anonymousIds]] as const)
         for (const id of ids)
           for (let after = 0; after >= 0; ) {
+            if (args.signal?.aborted) return (await this.getRegulation(args.id))!;
             after = this.db.transaction(() => this.purgeBatch(args.id, plan, column, id, after, limit))();
             // Each batch commits on its own, and ingestion and delivery run between two.
             if (after >= 0) await nextTurn();
@@ -55,12 +53,12 @@ export class SqliteRegulations implements RegulationsStore {
   }
 
   /** The stored plan of a pending regulation, made and stored first if it has none. */
-  private planOf(id: string): { plan: RegulationPlan; scope: string | null } | undefined {
+  private planOf(id: string, maxLinkedUsers: number | undefined): { plan: RegulationPlan; scope: string | null } | undefined {
     const row = this.db.prepare(`SELECT * FROM regulations WHERE id = ?`).get(id) as RegulationRow | undefined;
     if (!row || row.status !== 'pending') return undefined;
     if (row.plan !== null) return { plan: JSON.parse(row.plan) as RegulationPlan, scope: row.source_ids };
     const scope = row.source_ids === null ? '' : `AND source_id IN (SELECT value FROM json_each(@scope))`;
-    const links = new LinkedIdentities(JSON.parse(row.user_ids) as string[]);
+    const links = new LinkedIdentities(JSON.parse(row.user_ids) as string[], maxLinkedUsers);
     const aliases = this.db
       .prepare<{ ids: string }, [string, string]>(
         `SELECT json_extract(json, '$.previousId'), user_id FROM events
@@ -96,7 +94,7 @@ export class SqliteRegulations implements RegulationsStore {
       .raw()
       .all(params);
     const plan = links.plan(maxEventId, byUser, byAnonymous);
-    this.db.prepare(`UPDATE regulations SET plan = ? WHERE id = ?`).run(JSON.stringify(plan), id);
+    this.db.prepare(`UPDATE regulations SET plan = ?, linked_identities = ? WHERE id = ?`).run(JSON.stringify(plan), JSON.stringify(plan.linkedIdentities), id);
     return { plan, scope: row.source_ids };
   }
 
@@ -167,7 +165,7 @@ export class SqliteRegulations implements RegulationsStore {
       .run(nowMs, audience.length, notices.length, id);
   }
 
-  async reclaimDeleted(): Promise<void> {
-    truncateWal(this.db);
+  reclaimDeleted(): Promise<void> {
+    return this.walTruncation.request();
   }
 }

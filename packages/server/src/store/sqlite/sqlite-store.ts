@@ -5,8 +5,10 @@ import type { StoredCatalog } from '../catalog-store.js';
 import type { ClaimedDelivery, ClaimRequest, Completion, HeldLease, NewDelivery, ReplayFilter } from '../delivery-queue.js';
 import type { DeliveryDetail, DeliveryFilter, DeliveryView } from '../delivery-reads.js';
 import type { IngestOutcome, IngestWrite, RejectionCount, RejectionView } from '../event-log.js';
-import type { AffectedSources, DeleteNotice, Regulation } from '../regulations-store.js';
+import type { ExecuteRegulationArgs, Regulation } from '../regulations-store.js';
 import type { Store, StoreStats } from '../store.js';
+import { CoalescedTask } from '../coalesced-task.js';
+import { systemClock, timersOf, type Clock } from '../../util/clock.js';
 import { GroupCommit } from './group-commit.js';
 import { LeaseTable } from './lease-table.js';
 import { cannotOpen, takeOwnership } from './ownership-lock.js';
@@ -14,7 +16,7 @@ import { SqliteAudienceStore } from './sqlite-audience-store.js';
 import { SqliteCatalog } from './sqlite-catalog.js';
 import { SqliteClaims } from './sqlite-claim.js';
 import { SqliteCompletions } from './sqlite-completion.js';
-import { openConnection } from './sqlite-connection.js';
+import { openConnection, truncateWal } from './sqlite-connection.js';
 import { abandonPending, replay } from './sqlite-dead-letters.js';
 import { SqliteDeliveryReads } from './sqlite-delivery-reads.js';
 import { SqliteDeliveryRows } from './sqlite-delivery-rows.js';
@@ -27,7 +29,21 @@ import { WriteProbe } from './write-probe.js';
 export interface SqliteStoreOptions {
   /** Path of the database file; `:memory:` is accepted for throwaway use. */
   path: string;
+  /** Time and timers of the WAL truncations' interval; default the system clock and Node's timers. */
+  clock?: Clock;
+  /**
+   * Least time, in ms, between two truncations of the WAL after deletions (see
+   * `reclaimDeleted`); default {@link defaultWalTruncateIntervalMs}.
+   */
+  walTruncateIntervalMs?: number;
 }
+
+/**
+ * A truncation copies up to the whole WAL (some 40 MB) into the file and syncs it on the
+ * event loop's thread: one every few seconds at most keeps a burst of delivered notices from
+ * stalling ingestion again and again, and bytes deleted stay in the WAL that long at most.
+ */
+export const defaultWalTruncateIntervalMs = 5000;
 
 /**
  * The embedded store: one SQLite file in WAL mode with full sync, so a resolved `ingest`
@@ -59,20 +75,28 @@ export class SqliteStore implements Store {
   private readonly reads: SqliteDeliveryReads;
   private readonly regulations: SqliteRegulations;
   private readonly catalog: SqliteCatalog;
+  private readonly walTruncation: CoalescedTask;
 
   constructor(options: SqliteStoreOptions) {
     if (options.path !== ':memory:') this.ownership = takeOwnership(options.path);
     let opened: Database.Database | undefined;
     try {
       this.db = opened = openConnection(options.path);
+      const db = this.db;
+      this.walTruncation = new CoalescedTask({
+        run: () => truncateWal(db),
+        clock: options.clock ?? systemClock,
+        timers: timersOf(options.clock ?? systemClock),
+        intervalMs: options.walTruncateIntervalMs ?? defaultWalTruncateIntervalMs,
+      });
       this.probe = new WriteProbe(this.db);
       this.commits = new GroupCommit(this.db, this.probe);
       this.deliveries = new SqliteDeliveryRows(this.db, this.leases);
       this.eventLog = new SqliteEventLog(this.db, this.commits, this.deliveries);
       this.claims = new SqliteClaims(this.db, this.leases, this.probe);
-      this.completions = new SqliteCompletions(this.db, this.commits, this.leases, this.probe, this.deliveries);
+      this.completions = new SqliteCompletions(this.db, this.commits, this.leases, this.probe, this.deliveries, this.walTruncation);
       this.reads = new SqliteDeliveryReads(this.db, this.leases);
-      this.regulations = new SqliteRegulations(this.db, this.deliveries);
+      this.regulations = new SqliteRegulations(this.db, this.deliveries, this.walTruncation);
       this.catalog = new SqliteCatalog(this.db);
       this.audiences = new SqliteAudienceStore(this.db, this.deliveries);
     } catch (error) {
@@ -112,7 +136,7 @@ export class SqliteStore implements Store {
     return this.leases.release(owner, leases);
   }
   async abandonPending(destinationId: string, nowMs: number): Promise<number> {
-    return abandonPending(this.db, this.leases, destinationId, nowMs);
+    return this.db.transaction(() => abandonPending(this.db, this.leases, this.deliveries, destinationId, nowMs))();
   }
   async enqueue(deliveries: NewDelivery[], nowMs: number): Promise<void> {
     this.db.transaction(() => {
@@ -141,7 +165,7 @@ export class SqliteStore implements Store {
   pendingRegulations(): Promise<Regulation[]> {
     return this.regulations.pendingRegulations();
   }
-  executeRegulation(args: { id: string; nowMs: number; noticesFor: (affected: AffectedSources) => DeleteNotice[]; batchSize?: number }): Promise<Regulation> {
+  executeRegulation(args: ExecuteRegulationArgs): Promise<Regulation> {
     return this.regulations.executeRegulation(args);
   }
   reclaimDeleted(): Promise<void> {
@@ -193,6 +217,8 @@ export class SqliteStore implements Store {
     if (this.db.open) await this.completions.drained();
     // Writes queued in this very turn still commit: their callers are waiting for an answer.
     this.commits.flush();
+    // Closing checkpoints the WAL and deletes it: a truncation still waiting is not needed.
+    this.walTruncation.close();
     try {
       this.db.close();
     } finally {
