@@ -12,6 +12,9 @@ import { faultSeed, seededRandom } from './support.js';
 /** Longest the receiver may take to go up or down, or a round's requests to reach it, before the test fails instead of hanging. */
 const ROUND_DEADLINE_MS = 30_000;
 
+/** More claim rounds than a handful of jobs can need at one time (each round claims at least one). */
+const MAX_CLAIM_ROUNDS = 50;
+
 /** What the receiver does: not listen at all (connection refused), answer 503, never answer, or 200. */
 type Mode = 'refused' | '503' | 'hang' | 'up';
 
@@ -102,7 +105,7 @@ async function detail(ferry: TestFerry, id: number): Promise<DeliveryDetail> {
  */
 async function runDue(ferry: TestFerry, clock: ManualClock, receiver: OutageReceiver, modeAt: (elapsedMs: number) => Mode, t0: number, timeoutMs: number) {
   const { worker } = ferry.ferry;
-  for (;;) {
+  for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
     await receiver.set(modeAt(clock.now() - t0));
     const claimed = await worker.tick();
     if (claimed === 0) return;
@@ -112,6 +115,7 @@ async function runDue(ferry: TestFerry, clock: ManualClock, receiver: OutageRece
     }
     await ferry.settled();
   }
+  throw new Error(`jobs were still due after ${MAX_CLAIM_ROUNDS} claim rounds at one time`);
 }
 
 /**
