@@ -210,7 +210,7 @@ for (const backend of backends) {
         const { ferry, receiver, sync } = t;
         const requested = await ferry.admin('POST', '/regulations', { userIds: ['u4'] });
         assert.equal(requested.status, 202);
-        await ferry.ferry.regulations.idle();
+        await ferry.deletionsDone();
         assert.equal(await t.count(`SELECT COUNT(*) AS n FROM audience_members WHERE user_id = 'u4'`), 0, 'no trace of u4 is kept');
         const outcome = await sync.sync('pro-users');
         assert.deepEqual([outcome?.removed, outcome?.forgotten, outcome?.queued, outcome?.memberCount], [0, 0, 0, 3], 'the request removed the member already');

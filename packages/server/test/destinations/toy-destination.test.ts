@@ -72,7 +72,7 @@ describe('a toy second destination type', () => {
     // u1's events came from `app` (the File destinations' source); `other` is named.
     const regulation = await t.admin('POST', '/regulations', { userIds: ['u1'], sourceIds: ['other'] });
     assert.equal(regulation.status, 202);
-    await t.ferry.regulations.idle();
+    await t.deletionsDone();
     const { json } = await t.admin('GET', '/deliveries');
     const notices = (json.deliveries as { destinationId: string; kind: string }[]).filter((d) => d.kind === 'delete');
     assert.deepEqual(notices.map((d) => d.destinationId), ['hooks']);

@@ -14,7 +14,7 @@ export const secret = 'test-shared-secret';
 
 /** Longest a request to the test server may take before the test fails instead of hanging. */
 const REQUEST_DEADLINE_MS = 30_000;
-/** Longest a worker driven by hand may take to send what is due. */
+/** Longest a worker driven by hand may take to send what is due, or deletions to be carried out. */
 const WORKER_DEADLINE_MS = 30_000;
 /** Longest a stop may take: the worker's grace for running sends (10 s) and some margin. */
 const STOP_DEADLINE_MS = 30_000;
@@ -58,6 +58,8 @@ export interface TestFerry {
   idle(): Promise<void>;
   /** The worker's `settled()`, failing after 30 s instead of hanging. */
   settled(): Promise<void>;
+  /** The deletion runner's `idle()`, failing after 30 s instead of hanging. */
+  deletionsDone(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -104,6 +106,9 @@ export async function startFerry(config: FerryConfig, options: Partial<FerryOpti
     },
     settled() {
       return within(WORKER_DEADLINE_MS, 'the sends in flight to end', ferry.worker.settled());
+    },
+    deletionsDone() {
+      return within(WORKER_DEADLINE_MS, 'the deletion requests to be carried out', ferry.regulations.idle());
     },
     async stop() {
       await within(STOP_DEADLINE_MS, 'the test server to stop', ferry.stop());
