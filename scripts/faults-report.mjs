@@ -40,7 +40,7 @@ const claims = {
   'receiver-outage.test.ts': {
     fault: 'Receiver outage and recovery',
     proves:
-      'The receiver refuses connections, then answers 503, then hangs past the delivery timeout, then recovers, on a manual clock with a shortened retry window. No attempt starts before its due time (checked one millisecond early and against every attempt start in `GET /admin/v1/deliveries/:id`), the schedule follows the retry policy, each attempt logs the right error class, and everything is delivered once after recovery. An outage longer than the window dead-letters every event with `retry_window_exhausted` and the last error; nothing is retried by itself afterwards, and a replay delivers.',
+      'The receiver refuses connections, then answers 503, then hangs past the delivery timeout, then recovers, on a manual clock with a shortened retry window; the webhook time limit runs on that clock too, so a hang times out when the test moves the clock past it, not after real waiting. No attempt starts before its due time (checked one millisecond early and against every attempt start in `GET /admin/v1/deliveries/:id`), the schedule follows the retry policy, each attempt logs the right error class, and everything is delivered once after recovery. An outage longer than the window dead-letters every event with `retry_window_exhausted` and the last error; nothing is retried by itself afterwards, and a replay delivers.',
   },
   'store-failure.test.ts': {
     fault: 'Store failures',

@@ -26,7 +26,7 @@ import { RegulationRunner } from './regulations/regulation-runner.js';
 import { Catalog } from './routing/catalog.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
 import type { Store } from './store/store.js';
-import { systemClock, type Clock } from './util/clock.js';
+import { systemClock, timersOf, type Clock } from './util/clock.js';
 
 /** Everything a Ferry server is built from. Only `config` is required. */
 export interface FerryOptions {
@@ -139,6 +139,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
       ca: options.ca,
       connectionsPerOrigin: config.delivery.perDestinationConcurrency,
       clock,
+      timers: timersOf(clock),
     });
   const worker = new DeliveryWorker({ store, catalog, sender, settings: config.delivery, clock, logger, random: options.random, guards: options.sendGuards });
   forwardWorkerEvents(worker, events);

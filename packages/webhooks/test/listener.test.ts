@@ -22,17 +22,36 @@ const trackBody = JSON.stringify({
   context: {},
 });
 
+/** Longest a test waits for a callback or an answer before it fails instead of hanging. */
+const DEADLINE_MS = 10_000;
+
 /** Collects listener callbacks and lets a test await the next one. */
 class Inbox<T> {
   readonly items: T[] = [];
   private waiters: Array<(item: T) => void> = [];
+  /** Names the callback in the failure when none comes within {@link DEADLINE_MS}. */
+  private readonly what: string;
+  constructor(what: string) {
+    this.what = what;
+  }
   push = (item: T): void => {
     this.items.push(item);
     this.waiters.shift()?.(item);
   };
   next(): Promise<T> {
     const ready = this.items[this.items.length - 1];
-    return ready ? Promise.resolve(ready) : new Promise((resolve) => this.waiters.push(resolve));
+    if (ready) return Promise.resolve(ready);
+    return new Promise((resolve, reject) => {
+      const waiter = (item: T) => {
+        clearTimeout(timer);
+        resolve(item);
+      };
+      const timer = setTimeout(() => {
+        this.waiters.splice(this.waiters.indexOf(waiter), 1);
+        reject(new Error(`no ${this.what} within ${DEADLINE_MS} ms`));
+      }, DEADLINE_MS);
+      this.waiters.push(waiter);
+    });
   }
   clear(): void {
     this.items.length = 0;
@@ -40,14 +59,14 @@ class Inbox<T> {
 }
 
 async function post(url: string, body: string | Uint8Array, headers: Record<string, string> = {}) {
-  const res = await fetch(url, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+  const res = await fetch(url, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers }, signal: AbortSignal.timeout(DEADLINE_MS) });
   return { status: res.status, json: (await res.json()) as { ok: boolean; error?: string; message?: string } };
 }
 
 describe('createListener with a secret', () => {
   let listener: WebhookListener;
-  const events = new Inbox<ReceivedWebhook>();
-  const rejections = new Inbox<RejectedWebhook>();
+  const events = new Inbox<ReceivedWebhook>('onEvent call');
+  const rejections = new Inbox<RejectedWebhook>('onRejected call');
 
   before(async () => {
     listener = createListener({ secret, onEvent: events.push, onRejected: rejections.push });
@@ -150,14 +169,14 @@ describe('createListener with a secret', () => {
         controller.close();
       },
     });
-    const res = await fetch(listener.url!, { method: 'POST', body: stream, duplex: 'half' } as RequestInit);
+    const res = await fetch(listener.url!, { method: 'POST', body: stream, duplex: 'half', signal: AbortSignal.timeout(DEADLINE_MS) } as RequestInit);
     assert.equal(res.status, 413);
     await res.arrayBuffer();
     assert.equal(events.items.length, 0);
   });
 
   it('answers other methods with 405', async () => {
-    const res = await fetch(listener.url!);
+    const res = await fetch(listener.url!, { signal: AbortSignal.timeout(DEADLINE_MS) });
     assert.equal(res.status, 405);
     assert.equal(res.headers.get('allow'), 'POST');
     await res.arrayBuffer();
@@ -173,7 +192,7 @@ describe('createListener with a secret', () => {
 
 describe('createListener without a secret', () => {
   it('accepts unsigned webhooks and marks them unverified', async () => {
-    const events = new Inbox<ReceivedWebhook>();
+    const events = new Inbox<ReceivedWebhook>('onEvent call');
     const listener = createListener({ onEvent: events.push });
     await listener.start();
     try {
@@ -188,7 +207,7 @@ describe('createListener without a secret', () => {
   });
 
   it('answers 200 before a slow onEvent finishes and reports its failure to onError', async () => {
-    const errors = new Inbox<unknown>();
+    const errors = new Inbox<unknown>('onError call');
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     const listener = createListener({
@@ -211,7 +230,7 @@ describe('createListener without a secret', () => {
   });
 
   it('treats an empty secret as none, as the sender does', async () => {
-    const events = new Inbox<ReceivedWebhook>();
+    const events = new Inbox<ReceivedWebhook>('onEvent call');
     const listener = createListener({ secret: '', onEvent: events.push });
     await listener.start();
     try {

@@ -76,7 +76,7 @@ async function setup(backend: Backend): Promise<{ ferry: TestFerry; receiver: Te
 /** Sends every due job and returns the requests that arrived meanwhile; nothing is due afterwards. */
 async function deliver(ferry: TestFerry, receiver: TestReceiver): Promise<Received[]> {
   const before = receiver.requests.length;
-  await ferry.ferry.worker.runUntilIdle();
+  await ferry.idle();
   return receiver.requests.slice(before);
 }
 
@@ -210,7 +210,7 @@ for (const backend of backends) {
         const { ferry, receiver, sync } = t;
         const requested = await ferry.admin('POST', '/regulations', { userIds: ['u4'] });
         assert.equal(requested.status, 202);
-        await ferry.ferry.regulations.idle();
+        await ferry.deletionsDone();
         assert.equal(await t.count(`SELECT COUNT(*) AS n FROM audience_members WHERE user_id = 'u4'`), 0, 'no trace of u4 is kept');
         const outcome = await sync.sync('pro-users');
         assert.deepEqual([outcome?.removed, outcome?.forgotten, outcome?.queued, outcome?.memberCount], [0, 0, 0, 3], 'the request removed the member already');
@@ -572,7 +572,7 @@ describe('postgres: two nodes sync the same audience', () => {
     const queued = await a.ferry.store.listDeliveries({ limit: 1000 });
     assert.deepEqual(queued.map((d) => d.userId).sort(), users, 'one job per user');
     assert.ok(queued.every((d) => d.kind === 'audience'));
-    await Promise.all(nodes.map((n) => n.ferry.worker.runUntilIdle()));
+    await Promise.all(nodes.map((n) => n.idle()));
     assert.deepEqual(traitsByUser(receiver.requests, 'pro_users'), Object.fromEntries(users.map((u) => [u, true])));
     assert.equal(receiver.requests.length, users.length, 'each user received once');
 
@@ -584,7 +584,7 @@ describe('postgres: two nodes sync the same audience', () => {
       const both = await Promise.all(syncs.map((s) => s.sync('pro-users')));
       assert.deepEqual(both.map((o) => o!.removed).sort((x, y) => x - y), [0, leaving.length], `round ${round}`);
     }
-    await Promise.all(nodes.map((n) => n.ferry.worker.runUntilIdle()));
+    await Promise.all(nodes.map((n) => n.idle()));
     const removed = receiver.requests.slice(before);
     assert.deepEqual(traitsByUser(removed, 'pro_users'), Object.fromEntries(users.slice(0, 12).map((u) => [u, false])));
     assert.equal(removed.length, 12, 'each removal received once');

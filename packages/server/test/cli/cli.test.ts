@@ -27,7 +27,7 @@ describe('ferry serve', () => {
       `sources:\n  - id: app\n    name: App\n    writeKey: k\ndestinations:\n  - id: d\n    type: Webhooks\n    name: D\n    sources: [app]\n    settings:\n      webhooks:\n${urls}\n`,
     );
     const ferry = spawnFerry(['serve', '--config', path, '--data', join(dir, 'bad-data'), '--port', '0']);
-    const { code } = await ferry.exited;
+    const { code } = await ferry.waitForExit();
     assert.equal(code, 1);
     assert.match(ferry.output(), /six-urls\.yaml/);
     assert.match(ferry.output(), /^ferry: invalid configuration: \S*six-urls\.yaml: /m);
@@ -46,7 +46,7 @@ describe('ferry serve', () => {
       }),
     );
     const ferry = spawnFerry(['serve', '--config', path, '--data', join(dir, 'bad-data2'), '--port', '0']);
-    assert.equal((await ferry.exited).code, 1);
+    assert.equal((await ferry.waitForExit()).code, 1);
     assert.match(ferry.output(), /bad-refs\.json/);
     assert.match(ferry.output(), /unknown source "ghost"/);
     assert.match(ferry.output(), /headers/);
@@ -81,7 +81,7 @@ describe('ferry serve', () => {
       HOOK_SECRET: 's',
       FERRY_ADMIN_TOKEN: 'cli-admin-token-of-32-characters',
     });
-    assert.equal((await second.exited).code, 1);
+    assert.equal((await second.waitForExit()).code, 1);
     assert.match(second.output(), /ferry: .*ferry\.db is in use by another Ferry process/);
     const res = await fetch(`${base}/v1/track`, {
       method: 'POST',
@@ -96,7 +96,7 @@ describe('ferry serve', () => {
     const admin = await fetch(`${base}/admin/v1/destinations/d`, { headers: { authorization: 'Bearer cli-admin-token-of-32-characters' } });
     const adminText = await admin.text();
     ferry.child.kill('SIGTERM');
-    assert.equal((await ferry.exited).code, 0);
+    assert.equal((await ferry.waitForExit()).code, 0);
     for (const secret of ['super-secret-write-key', 'super-secret-hmac']) {
       assert.ok(!ferry.output().includes(secret), `${secret} leaked into the logs`);
       assert.ok(!adminText.includes(secret), `${secret} leaked into the admin API`);
@@ -107,7 +107,7 @@ describe('ferry serve', () => {
 describe('ferry serve refuses to start unsafely', () => {
   test('the demo configuration (the default file) on every interface: refused, saying what to do; nothing listens', async () => {
     const ferry = spawnFerry(['serve', '--data', join(dir, 'demo-public'), '--port', '0'], { HOST: '', FERRY_CONFIG: '' });
-    assert.equal((await ferry.exited).code, 1);
+    assert.equal((await ferry.waitForExit()).code, 1);
     assert.match(ferry.output(), /ferry: refusing to listen on 0\.0\.0\.0: source "demo" uses the demo configuration's write key, which is public/);
     assert.match(ferry.output(), /FERRY_DEMO_WRITE_KEY/);
     assert.match(ferry.output(), /--host 127\.0\.0\.1/);
@@ -121,18 +121,18 @@ describe('ferry serve refuses to start unsafely', () => {
     await store.close();
     const path = configFile('own-key.json', JSON.stringify({ sources: [{ id: 'app', writeKey: 'own-key-0123456789' }] }));
     const ferry = spawnFerry(['serve', '--config', path, '--data', dataDir, '--port', '0', '--host', '::']);
-    assert.equal((await ferry.exited).code, 1);
+    assert.equal((await ferry.waitForExit()).code, 1);
     assert.match(ferry.output(), /refusing to listen on ::: source "old-demo" uses the demo configuration's write key/);
   });
 
   test('an admin token shorter than 32 characters, or a bad drain time, stops start-up with what to do', async () => {
     const path = configFile('token.json', JSON.stringify({ sources: [] }));
     const weak = spawnFerry(['serve', '--config', path, '--data', join(dir, 'weak-token'), '--port', '0', '--host', '127.0.0.1'], { FERRY_ADMIN_TOKEN: 'abc123' });
-    assert.equal((await weak.exited).code, 1);
+    assert.equal((await weak.waitForExit()).code, 1);
     assert.match(weak.output(), /ferry: the admin token \(FERRY_ADMIN_TOKEN\) must be at least 32 characters long \(got 6\); make one with `openssl rand -hex 32`/);
     assert.doesNotMatch(weak.output(), /abc123/);
     const drain = spawnFerry(['serve', '--config', path, '--data', join(dir, 'bad-drain'), '--port', '0', '--drain-ms', 'soon']);
-    assert.equal((await drain.exited).code, 1);
+    assert.equal((await drain.waitForExit()).code, 1);
     assert.match(drain.output(), /ferry: the drain time \(--drain-ms, FERRY_DRAIN_MS\) must be an integer from 0 to 300000 ms \(got soon\)/);
   });
 });
@@ -150,7 +150,7 @@ describe('ferry serve start banner', () => {
     await ferry.waitForOutput(/sources: .*; destinations: .*/);
     assert.match(ferry.output(), /^ {2}sources: app, made-by-api; destinations: api-hooks$/m);
     ferry.child.kill('SIGTERM');
-    assert.deepEqual(await ferry.exited, { code: 0, signal: null }, ferry.output());
+    assert.deepEqual(await ferry.waitForExit(), { code: 0, signal: null }, ferry.output());
   });
 });
 
@@ -176,6 +176,6 @@ describe('ferry dev (npm start)', () => {
     assert.match(dev.output(), /write key \(source "demo"\): demo-write-key/);
     assert.match(dev.output(), /curl -u 'demo-write-key:'/);
     dev.child.kill('SIGTERM');
-    assert.equal((await dev.exited).code, 0);
+    assert.equal((await dev.waitForExit()).code, 0);
   });
 });

@@ -20,16 +20,16 @@ const delivery = {
 };
 
 /**
- * A Ferry whose worker is driven by hand on `clock`, with the webhook time limits on that
- * clock too: an endpoint that never answers times out when the test moves the clock.
+ * A Ferry whose worker is driven by hand on `clock`; its webhook time limits run on that clock
+ * too, so an endpoint that never answers times out when the test moves the clock.
  */
 function startOnClock(config: FerryConfig, clock: ManualClock, options: Partial<FerryOptions> = {}): Promise<TestFerry> {
-  return startFerry(config, { clock, deliver: false, sender: senderOnClock(config, clock).sender, ...options });
+  return startFerry(config, { clock, deliver: false, ...options });
 }
 
 /**
- * The webhook sender Ferry would build for `config`, with its time limits on `clock`, and the
- * URLs whose exchanges are over, in order.
+ * The webhook sender Ferry builds for `config` on `clock`, and the URLs whose exchanges are
+ * over, in order.
  */
 function senderOnClock(config: FerryConfig, clock: ManualClock): { sender: WebhookSender; finished: string[] } {
   const real = createHttpSender({
@@ -85,7 +85,7 @@ describe('delivery decisions', () => {
     ferry = s.ferry;
     a.reply({ status: 503 });
     await ferry.send('/v1/track', { userId: 'u', event: 'E' });
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     assert.equal(a.requests.length, 1);
     const [pending] = await deliveries(ferry, 'pending');
     assert.equal(pending.attemptCount, 1);
@@ -93,18 +93,18 @@ describe('delivery decisions', () => {
     assert.match(pending.lastError, /HTTP 503/);
 
     s.clock.advance(999);
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     assert.equal(a.requests.length, 1, 'nothing is sent before the retry is due');
 
     s.clock.advance(1);
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     assert.equal(a.requests.length, 2);
     const [again] = await deliveries(ferry, 'pending');
     assert.equal(Date.parse(again.nextAttemptAt) - s.clock.now(), 2000, 'the second delay doubles');
 
     a.reply({ status: 200 });
     s.clock.advance(2000);
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     assert.equal(a.requests.length, 3);
     assert.equal((await deliveries(ferry, 'succeeded')).length, 1);
     assert.equal(a.requests[0]!.body.toString(), a.requests[2]!.body.toString(), 'a retry sends the same bytes');
@@ -115,7 +115,7 @@ describe('delivery decisions', () => {
     ferry = s.ferry;
     a.reply('hang');
     await ferry.send('/v1/track', { userId: 'u', event: 'E' });
-    const run = ferry.ferry.worker.runUntilIdle();
+    const run = ferry.idle();
     await a.waitFor(1);
     s.clock.advance(delivery.timeoutMs);
     await run;
@@ -126,7 +126,7 @@ describe('delivery decisions', () => {
     assert.equal(detail.json.attempts[0].latencyMs, delivery.timeoutMs);
     a.reply({ status: 204 });
     s.clock.advance(1000);
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     assert.equal((await deliveries(ferry, 'succeeded')).length, 1);
   });
 
@@ -140,7 +140,7 @@ describe('delivery decisions', () => {
     a.reply('hang');
     b.reply(bReply);
     await ferry.send('/v1/track', { userId: 'u', event: 'E' });
-    const run = ferry.ferry.worker.runUntilIdle();
+    const run = ferry.idle();
     await a.waitFor(1);
     // b's answer is in before the time limit runs out for a.
     await until(() => finished.includes(b.url), "b's exchange to end");
@@ -175,7 +175,7 @@ describe('delivery decisions', () => {
     const first = s.clock.now();
     let rounds = 0;
     while ((await deliveries(ferry, 'pending')).length > 0 && rounds < 400) {
-      await ferry.ferry.worker.runUntilIdle();
+      await ferry.idle();
       const [p] = await deliveries(ferry, 'pending');
       if (p) s.clock.set(Date.parse(p.nextAttemptAt));
       rounds++;
@@ -216,14 +216,14 @@ describe('delivery decisions', () => {
     ferry = s.ferry;
     a.reply({ status: 404 });
     await ferry.send('/v1/track', { userId: 'u', event: 'E', messageId: 'replay-me' });
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     const letters = await ferry.admin('GET', '/dead-letters');
     assert.equal(letters.json.deliveries.length, 1);
     assert.equal(letters.json.deliveries[0].deadReason, 'non_retryable_response');
     a.reply({ status: 200 });
     const replay = await ferry.admin('POST', `/dead-letters/${letters.json.deliveries[0].id}/replay`);
     assert.deepEqual(replay.json, { replayed: 1 });
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     assert.equal(a.requests.length, 2);
     assert.equal(a.requests[1]!.json.messageId, 'replay-me');
     const detail = await ferry.admin('GET', `/deliveries/${letters.json.deliveries[0].id}`);
@@ -236,7 +236,7 @@ describe('delivery decisions', () => {
     ferry = s.ferry;
     a.reply({ status: 400 });
     await ferry.send('/v1/batch', { batch: [1, 2, 3].map((i) => ({ type: 'track', userId: `u${i}`, event: 'E' })) });
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     assert.equal((await deliveries(ferry, 'dead')).length, 3);
     a.reply({ status: 200 });
     for (const bad of [{ destinationID: 'hooks' }, { since: 'yesterday' }, { ids: 'all' }]) {
@@ -246,7 +246,7 @@ describe('delivery decisions', () => {
     assert.equal((await deliveries(ferry, 'dead')).length, 3, 'a refused filter replays nothing');
     const replay = await ferry.admin('POST', '/dead-letters/replay', { destinationId: 'hooks' });
     assert.equal(replay.json.replayed, 3);
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     assert.equal((await deliveries(ferry, 'succeeded')).length, 3);
   });
 
@@ -255,12 +255,12 @@ describe('delivery decisions', () => {
     ferry = s.ferry;
     a.reply({ status: 429, headers: { 'retry-after': '120' } });
     await ferry.send('/v1/track', { userId: 'u', event: 'E' });
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     const [p] = await deliveries(ferry, 'pending');
     assert.equal(Date.parse(p.nextAttemptAt) - s.clock.now(), 120_000);
     a.reply({ status: 408 });
     s.clock.advance(120_000);
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     const [p2] = await deliveries(ferry, 'pending');
     assert.equal(p2.attemptCount, 2);
   });
@@ -270,7 +270,7 @@ describe('delivery decisions', () => {
     ferry = s.ferry;
     a.reply({ status: 302, headers: { location: `${b.url}/elsewhere` } });
     await ferry.send('/v1/track', { userId: 'u', event: 'E' });
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     assert.equal(b.requests.length, 0);
     const [dead] = await deliveries(ferry, 'dead');
     assert.match(dead.lastError, /HTTP 302/);
@@ -281,9 +281,9 @@ describe('delivery decisions', () => {
     ferry = s.ferry;
     a.reply({ status: 500 });
     await ferry.send('/v1/track', { userId: 'u', event: 'E' });
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     s.clock.advance(hour);
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     assert.equal(a.requests.length, 1);
     assert.equal(b.requests.length, 1);
     const [done] = await deliveries(ferry, 'succeeded');
@@ -300,7 +300,7 @@ describe('delivery decisions', () => {
     a.reply({ status: 503 });
     b.reply({ status: 401 });
     await ferry.send('/v1/track', { userId: 'u', event: 'E' });
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     assert.equal((await deliveries(ferry, 'pending')).length, 1);
   });
 
@@ -309,7 +309,7 @@ describe('delivery decisions', () => {
     ferry = s.ferry;
     a.reply({ status: 422, body: 'x'.repeat(5000) });
     await ferry.send('/v1/track', { userId: 'u', event: 'E' });
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     const [dead] = await deliveries(ferry, 'dead');
     const detail = await ferry.admin('GET', `/deliveries/${dead.id}`);
     const attempt = detail.json.attempts[0];
@@ -323,7 +323,7 @@ describe('delivery decisions', () => {
     const s = await setup([a.url], { settings: { sharedSecret: undefined } });
     ferry = s.ferry;
     await ferry.send('/v1/track', { userId: 'u', event: 'E' });
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     assert.equal(a.requests.length, 1);
     assert.equal(a.requests[0]!.headers['x-signature'], undefined);
   });
@@ -333,7 +333,7 @@ describe('delivery decisions', () => {
     ferry = s.ferry;
     a.reply({ status: 500 });
     await ferry.send('/v1/track', { userId: 'u', event: 'E' });
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     assert.equal(a.requests[0]!.path, '/hook?token=very-secret-token&team=x', 'the receiver gets the real URL');
     const [pending] = await deliveries(ferry, 'pending');
     const detail = await ferry.admin('GET', `/deliveries/${pending.id}`);
@@ -349,13 +349,13 @@ describe('delivery decisions', () => {
     a.reply({ status: 500 });
     await ferry.send('/v1/track', { userId: 'u', event: 'E' });
     for (let round = 0; round < 400 && (await deliveries(ferry, 'pending')).length > 0; round++) {
-      await ferry.ferry.worker.runUntilIdle();
+      await ferry.idle();
       const [p] = await deliveries(ferry, 'pending');
       if (p) s.clock.set(Date.parse(p.nextAttemptAt));
     }
     const [dead] = await deliveries(ferry, 'dead');
     assert.equal((await ferry.admin('POST', `/dead-letters/${dead.id}/replay`)).status, 200);
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     const [again] = await deliveries(ferry, 'pending');
     assert.equal(again.attemptCount, 1, 'attempts are counted within the new window');
     assert.equal(Date.parse(again.nextAttemptAt) - s.clock.now(), 1000, 'the first retry after a replay comes after the initial delay');
@@ -416,7 +416,7 @@ describe('delivery decisions', () => {
     try {
       const { clock, settings, ferry } = await startWithDefaultSlots(receiver.url, 400);
       await ferry.send('/v1/batch', { batch: Array.from({ length: 20 }, (_, i) => ({ type: 'track', userId: `u${i}`, event: 'E' })) });
-      await ferry.ferry.worker.runUntilIdle();
+      await ferry.idle();
       assert.equal(receiver.requests.length, 20);
       // Now the endpoint stops answering: what matters is the pace seen so far.
       receiver.reply('hang');
@@ -449,14 +449,14 @@ describe('delivery decisions', () => {
       clock.advance(55_000);
       await slow.close();
       closed = true;
-      await ferry.ferry.worker.settled();
+      await ferry.settled();
       assert.equal(slow.requests.length, 16, 'no job held ready was started');
       // The next round starts none of the 80 held ready and hands them back, due again with
       // their old place in line, before the 24 never claimed: its claim for its 16 free slots
       // takes them again (and they fail too: the receiver is gone). Had they waited out their
       // leases, it would have claimed from the 24 instead.
       await ferry.ferry.worker.tick();
-      await ferry.ferry.worker.settled();
+      await ferry.settled();
       const pending = (await ferry.admin('GET', '/deliveries?status=pending&limit=1000')).json.deliveries as any[];
       assert.equal(pending.length, 120);
       const sent = pending.filter((d) => d.attemptCount === 1);
@@ -522,7 +522,7 @@ describe('delivery decisions', () => {
     await ferry.send('/v1/batch', { batch: Array.from({ length: 3 }, (_, i) => ({ type: 'track', userId: `u${i}`, event: 'E' })) });
     for (let round = 0; round < 3; round++) {
       await ferry.ferry.worker.tick();
-      await ferry.ferry.worker.settled();
+      await ferry.settled();
     }
     assert.deepEqual(a.requests.map((r) => r.path).sort(), ['/x', '/y', '/z'], 'three rounds served three destinations');
   });

@@ -48,7 +48,7 @@ describe('send guards', () => {
     const guard = toyGuard('held', openAt);
     await setup(clock, guard, false);
 
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     assert.equal(arrivedAt('/open'), 3);
     assert.equal(arrivedAt('/held'), 0);
     assert.ok(guard.asked.includes('open') && guard.asked.includes('held'), 'the guard is consulted for every destination');
@@ -57,11 +57,11 @@ describe('send guards', () => {
     // Still held one millisecond before the end: not even claimed.
     clock.set(openAt - 1);
     assert.equal(await ferry.ferry.worker.tick(), 0);
-    await ferry.ferry.worker.settled();
+    await ferry.settled();
     assert.equal(arrivedAt('/held'), 0);
 
     clock.set(openAt);
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     assert.equal(arrivedAt('/held'), 3);
     assert.deepEqual((await deliveriesOf('held')).map((d) => [d.status, d.attemptCount]), [['succeeded', 1], ['succeeded', 1], ['succeeded', 1]]);
   });

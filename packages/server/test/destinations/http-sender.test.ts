@@ -9,6 +9,7 @@ import { createHttpSender, parseRetryAfter, classify, RESPONSE_BODY_WAIT_MS } fr
 import type { SendRequest, SendResult, WebhookSender } from '../../src/destinations/http/sender.js';
 import { ManualClock } from '../../src/util/clock.js';
 import { turn, until } from '../helpers/until.js';
+import { within } from '../helpers/within.js';
 
 const fixture = (name: string): Buffer => readFileSync(new URL(`../fixtures/tls/${name}`, import.meta.url));
 
@@ -51,7 +52,7 @@ async function startReceiver(handler: Handler = answer200, tls?: { key: Buffer; 
   server.on(tls ? 'secureConnection' : 'connection', () => state.connections++);
   // TLS handshake failures are expected in some tests; they must not crash the process.
   server.on('tlsClientError', () => {});
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await within(10_000, 'the test server to listen', new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve)));
   const { port } = server.address() as AddressInfo;
   return {
     url: `${tls ? 'https' : 'http'}://127.0.0.1:${port}`,
@@ -61,10 +62,14 @@ async function startReceiver(handler: Handler = answer200, tls?: { key: Buffer; 
       return state.connections;
     },
     close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+      within(
+        10_000,
+        'the test server to close',
+        new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        }),
+      ),
   };
 }
 

@@ -13,6 +13,7 @@ import {
   type NetworkPolicy,
   type ResolveAll,
 } from '../../src/destinations/http/ssrf-guard.js';
+import { within } from '../helpers/within.js';
 
 // Every address below is only ever passed to pure functions or to a fake resolver; the only
 // requests these tests send go to a receiver on 127.0.0.1.
@@ -215,15 +216,19 @@ describe('the HTTP sender behind the guard, against a loopback receiver', () => 
     req.on('end', () => res.end('ok'));
   });
   before(async () => {
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    await within(10_000, 'the test server to listen', new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve)));
     port = (server.address() as AddressInfo).port;
   });
   after(
     () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+      within(
+        10_000,
+        'the test server to close',
+        new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        }),
+      ),
   );
 
   const send = (policy: NetworkPolicy, url: string) => {

@@ -45,7 +45,7 @@ describe('a toy second destination type', () => {
       { type: 'track', userId: 'u3', event: 'Hidden', messageId: 'm-3', integrations: { File: false } },
     ];
     assert.equal((await t.send('/v1/batch', { batch })).status, 200);
-    await t.ferry.worker.runUntilIdle();
+    await t.idle();
     assert.deepEqual(lines('from-config.jsonl'), [
       { type: 'track', messageId: 'm-1', userId: 'u1', event: 'Signed Up' },
       { type: 'identify', messageId: 'm-2', userId: 'u2' },
@@ -64,7 +64,7 @@ describe('a toy second destination type', () => {
     assert.equal(created.status, 201);
     assert.deepEqual(created.json.settings, { path });
     assert.equal((await t.send('/v1/track', { userId: 'u4', event: 'Upgraded', messageId: 'm-4' })).status, 200);
-    await t.ferry.worker.runUntilIdle();
+    await t.idle();
     assert.deepEqual(lines('from-admin.jsonl'), [{ type: 'track', messageId: 'm-4', userId: 'u4', event: 'Upgraded' }]);
   });
 
@@ -72,7 +72,7 @@ describe('a toy second destination type', () => {
     // u1's events came from `app` (the File destinations' source); `other` is named.
     const regulation = await t.admin('POST', '/regulations', { userIds: ['u1'], sourceIds: ['other'] });
     assert.equal(regulation.status, 202);
-    await t.ferry.regulations.idle();
+    await t.deletionsDone();
     const { json } = await t.admin('GET', '/deliveries');
     const notices = (json.deliveries as { destinationId: string; kind: string }[]).filter((d) => d.kind === 'delete');
     assert.deepEqual(notices.map((d) => d.destinationId), ['hooks']);

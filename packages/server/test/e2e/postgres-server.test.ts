@@ -43,7 +43,7 @@ describe('the server on PostgreSQL', () => {
 
     const reg = await ferry.admin('POST', '/regulations', { userIds: ['pg-user'] });
     assert.equal(reg.status, 202);
-    await ferry.ferry.regulations.idle();
+    await ferry.deletionsDone();
     const status = await ferry.admin('GET', `/regulations/${reg.json.id}`);
     assert.equal(status.json.eventsDeleted, 2);
     const [del] = (await receiver.waitFor(3)).slice(2);

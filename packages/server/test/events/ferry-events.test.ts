@@ -64,7 +64,7 @@ test('a known workload emits ingest, delivery, regulation and lifecycle events',
 
   const regulation = await ferry.admin('POST', '/regulations', { userIds: ['u1'] });
   assert.equal(regulation.status, 202);
-  await ferry.ferry.regulations.idle();
+  await ferry.deletionsDone();
   assert.deepEqual(of('regulation:done'), [{ regulationId: regulation.json.id, eventsDeleted: 2, deliveriesDeleted: 2, notices: 1 }]);
 
   stopped = true;

@@ -5,7 +5,15 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, test } from 'node:test';
 import { ManualClock } from '../../src/util/clock.js';
 import { startFerry, testConfig, webhooksDestination, type TestFerry } from '../helpers/ferry.js';
+import { until } from '../helpers/until.js';
+import { within } from '../helpers/within.js';
 import { faultSeed, seededRandom } from './support.js';
+
+/** Longest the receiver may take to go up or down, or a round's requests to reach it, before the test fails instead of hanging. */
+const ROUND_DEADLINE_MS = 30_000;
+
+/** More claim rounds than a handful of jobs can need at one time (each round claims at least one). */
+const MAX_CLAIM_ROUNDS = 50;
 
 /** What the receiver does: not listen at all (connection refused), answer 503, never answer, or 200. */
 type Mode = 'refused' | '503' | 'hang' | 'up';
@@ -39,24 +47,26 @@ async function startOutageReceiver(initial: Mode) {
     });
   });
   server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
+  await within(ROUND_DEADLINE_MS, 'the receiver to listen', once(server, 'listening'));
   const { port } = server.address() as AddressInfo;
   const close = async () => {
     for (const res of hanging) res.destroy();
     server.closeAllConnections();
-    await new Promise<void>((r) => server.close(() => r()));
+    await within(ROUND_DEADLINE_MS, 'the receiver to close', new Promise<void>((r) => server.close(() => r())));
   };
   const receiver = {
     url: `http://127.0.0.1:${port}/hook`,
     delivered,
     hits: () => hits,
+    /** Requests held open without an answer right now. */
+    hanging: () => hanging.size,
     async set(next: Mode) {
       if (next === mode) return;
       if (mode === 'hang') for (const res of hanging) res.destroy();
       if (next === 'refused') await close();
       if (mode === 'refused') {
         server.listen(port, '127.0.0.1');
-        await once(server, 'listening');
+        await within(ROUND_DEADLINE_MS, 'the receiver to listen again', once(server, 'listening'));
       }
       mode = next;
     },
@@ -78,7 +88,7 @@ interface DeliveryDetail {
   nextAttemptAt: string | null;
   deadReason: string | null;
   lastError: string | null;
-  attempts: { startedAt: string; statusCode: number | null; errorClass: string | null }[];
+  attempts: { startedAt: string; latencyMs: number; statusCode: number | null; errorClass: string | null }[];
 }
 
 async function pending(ferry: TestFerry): Promise<DeliveryDetail[]> {
@@ -86,6 +96,26 @@ async function pending(ferry: TestFerry): Promise<DeliveryDetail[]> {
 }
 async function detail(ferry: TestFerry, id: number): Promise<DeliveryDetail> {
   return (await ferry.admin('GET', `/deliveries/${id}`)).json;
+}
+
+/**
+ * Sends everything due, with the receiver's mode following the clock (`modeAt`) at each claim
+ * round. The sender's time limit runs on the manual clock: once every request of a round
+ * hangs at the receiver, the clock moves past the limit, so a hang costs no real time.
+ */
+async function runDue(ferry: TestFerry, clock: ManualClock, receiver: OutageReceiver, modeAt: (elapsedMs: number) => Mode, t0: number, timeoutMs: number) {
+  const { worker } = ferry.ferry;
+  for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
+    await receiver.set(modeAt(clock.now() - t0));
+    const claimed = await worker.tick();
+    if (claimed === 0) return;
+    if (modeAt(clock.now() - t0) === 'hang') {
+      await until(() => receiver.hanging() === claimed, `${claimed} requests to hang at the receiver`, ROUND_DEADLINE_MS);
+      clock.advance(timeoutMs);
+    }
+    await ferry.settled();
+  }
+  throw new Error(`jobs were still due after ${MAX_CLAIM_ROUNDS} claim rounds at one time`);
 }
 
 /**
@@ -99,6 +129,7 @@ async function driveOutage(
   clock: ManualClock,
   receiver: OutageReceiver,
   modeAt: (elapsedMs: number) => Mode,
+  timeoutMs: number,
   maxRounds: number,
 ) {
   const t0 = clock.now();
@@ -106,8 +137,7 @@ async function driveOutage(
   const attemptsSoFar = (list: DeliveryDetail[]) => list.reduce((n, d) => n + d.attemptCount, 0);
   let earlyRounds = 0;
   for (let round = 0; round < maxRounds; round++) {
-    await receiver.set(modeAt(clock.now() - t0));
-    await ferry.ferry.worker.runUntilIdle();
+    await runDue(ferry, clock, receiver, modeAt, t0, timeoutMs);
     const open = await pending(ferry);
     for (const d of open) {
       const dues = dueTimes.get(d.id) ?? [];
@@ -119,8 +149,7 @@ async function driveOutage(
     // One millisecond early: nothing may be attempted, whatever the receiver does.
     if (next - 1 > clock.now()) {
       clock.set(next - 1);
-      await receiver.set(modeAt(clock.now() - t0));
-      await ferry.ferry.worker.runUntilIdle();
+      await runDue(ferry, clock, receiver, modeAt, t0, timeoutMs);
       const still = await pending(ferry);
       assert.equal(attemptsSoFar(still), attemptsSoFar(open), `an attempt was made before it was due (at ${new Date(clock.now()).toISOString()})`);
       earlyRounds++;
@@ -149,11 +178,10 @@ describe('receiver outage', () => {
     const seed = faultSeed();
     t.diagnostic(`seed ${seed} (retry jitter; replay with FERRY_FAULTS_SEED=${seed})`);
     const retry = { initialDelayMs: 1000, multiplier: 2, maxDelayMs: 8000, jitter: 0.2, windowMs: 120_000, maxRetryAfterMs: 10_000 };
+    const timeoutMs = 500;
     const clock = new ManualClock();
     receiver = await startOutageReceiver('refused');
-    // 500 ms: a hang costs that much real time per round, yet a refused connection on a busy
-    // 2-core runner is never mistaken for a timeout.
-    ferry = await startFerry(testConfig([webhooksDestination('hooks', [receiver.url])], { delivery: { timeoutMs: 500, leaseMs: 5000, retry } }), {
+    ferry = await startFerry(testConfig([webhooksDestination('hooks', [receiver.url])], { delivery: { timeoutMs, leaseMs: 5000, retry } }), {
       clock,
       deliver: false,
       random: seededRandom(seed),
@@ -164,7 +192,7 @@ describe('receiver outage', () => {
 
     // Outage phases on the manual clock, from the first attempt.
     const modeAt = (ms: number): Mode => (ms < 4000 ? 'refused' : ms < 12_000 ? '503' : ms < 20_000 ? 'hang' : 'up');
-    const { dueTimes, earlyRounds, t0 } = await driveOutage(ferry, clock, receiver, modeAt, 200);
+    const { dueTimes, earlyRounds, t0 } = await driveOutage(ferry, clock, receiver, modeAt, timeoutMs, 200);
 
     // Everything arrived once recovered, exactly once here (no lease expired: leaseMs > timeoutMs).
     assert.deepEqual([...receiver.delivered.keys()].sort(), [...ids].sort());
@@ -185,8 +213,10 @@ describe('receiver outage', () => {
         if (i === 0) return;
         const due = dues[i - 1]!;
         assert.ok(startedAt >= due, `attempt ${i + 1} of ${d.messageId} started before it was due`);
-        // And the schedule itself is the policy's: base delay ±jitter after the previous attempt.
-        const delay = due - Date.parse(full.attempts[i - 1]!.startedAt);
+        // And the schedule itself is the policy's: base delay ±jitter after the previous attempt
+        // ended (a hang ends at the time limit).
+        const previous = full.attempts[i - 1]!;
+        const delay = due - (Date.parse(previous.startedAt) + previous.latencyMs);
         const base = baseDelay(retry, i);
         assert.ok(
           delay >= Math.floor(base * (1 - retry.jitter)) && delay <= Math.ceil(base * (1 + retry.jitter)),
@@ -202,9 +232,10 @@ describe('receiver outage', () => {
 
   test('an outage longer than the retry window: dead letters with retry_window_exhausted and the last error; replay delivers', async (t) => {
     const retry = { initialDelayMs: 1000, multiplier: 2, maxDelayMs: 4000, jitter: 0, windowMs: 10_000, maxRetryAfterMs: 10_000 };
+    const timeoutMs = 200;
     const clock = new ManualClock();
     receiver = await startOutageReceiver('503');
-    ferry = await startFerry(testConfig([webhooksDestination('hooks', [receiver.url])], { delivery: { timeoutMs: 200, leaseMs: 5000, retry } }), {
+    ferry = await startFerry(testConfig([webhooksDestination('hooks', [receiver.url])], { delivery: { timeoutMs, leaseMs: 5000, retry } }), {
       clock,
       deliver: false,
     });
@@ -214,7 +245,7 @@ describe('receiver outage', () => {
 
     // 503s first, then the receiver disappears for good: the last error is the refused connection.
     const modeAt = (ms: number): Mode => (ms < 6000 ? '503' : 'refused');
-    const { dueTimes } = await driveOutage(ferry, clock, receiver, modeAt, 100);
+    const { dueTimes } = await driveOutage(ferry, clock, receiver, modeAt, timeoutMs, 100);
 
     const dead = (await ferry.admin('GET', '/dead-letters?limit=1000')).json.deliveries as DeliveryDetail[];
     assert.equal(dead.length, ids.length);
@@ -241,12 +272,12 @@ describe('receiver outage', () => {
     // Recovery after the window: nothing is retried on its own…
     await receiver.set('up');
     clock.advance(3_600_000);
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     assert.equal(receiver.delivered.size, 0, 'a dead letter is not retried by itself');
     // …and a replay delivers every one.
     const replay = await ferry.admin('POST', '/dead-letters/replay', { destinationId: 'hooks' });
     assert.equal(replay.json.replayed, ids.length);
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     assert.deepEqual([...receiver.delivered.keys()].sort(), ids);
     t.diagnostic(`dead-lettered after ${retry.windowMs} ms of outage with 5 attempts each; replay delivered all ${ids.length}`);
   });

@@ -270,7 +270,7 @@ for (const withWorker of longForm ? [false, true] : [false]) {
     mkdirSync(dataDir);
     const h = await startHarness(dataDir, withWorker);
     const deliverAll = async () => {
-      if (!withWorker) await h.ferry.worker.runUntilIdle();
+      if (!withWorker) await within(30_000, 'the worker to send everything due', h.ferry.worker.runUntilIdle());
     };
     const other = new Database(join(dataDir, 'ferry.db'));
     try {

@@ -14,6 +14,8 @@ export const secret = 'test-shared-secret';
 
 /** Longest a request to the test server may take before the test fails instead of hanging. */
 const REQUEST_DEADLINE_MS = 30_000;
+/** Longest a worker driven by hand may take to send what is due, or deletions to be carried out. */
+const WORKER_DEADLINE_MS = 30_000;
 /** Longest a stop may take: the worker's grace for running sends (10 s) and some margin. */
 const STOP_DEADLINE_MS = 30_000;
 
@@ -52,6 +54,12 @@ export interface TestFerry {
   send(path: string, body: unknown, init?: { writeKey?: string | null; headers?: Record<string, string>; gzip?: boolean; raw?: Buffer | string }): Promise<{ status: number; json: any }>;
   /** Calls the admin API with the test token. */
   admin(method: string, path: string, body?: unknown): Promise<{ status: number; json: any }>;
+  /** The worker's `runUntilIdle()`, failing after 30 s instead of hanging. */
+  idle(): Promise<void>;
+  /** The worker's `settled()`, failing after 30 s instead of hanging. */
+  settled(): Promise<void>;
+  /** The deletion runner's `idle()`, failing after 30 s instead of hanging. */
+  deletionsDone(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -92,6 +100,15 @@ export async function startFerry(config: FerryConfig, options: Partial<FerryOpti
       });
       const text = await res.text();
       return { status: res.status, json: text ? JSON.parse(text) : undefined };
+    },
+    idle() {
+      return within(WORKER_DEADLINE_MS, 'the worker to send everything due', ferry.worker.runUntilIdle());
+    },
+    settled() {
+      return within(WORKER_DEADLINE_MS, 'the sends in flight to end', ferry.worker.settled());
+    },
+    deletionsDone() {
+      return within(WORKER_DEADLINE_MS, 'the deletion requests to be carried out', ferry.regulations.idle());
     },
     async stop() {
       await within(STOP_DEADLINE_MS, 'the test server to stop', ferry.stop());

@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { within } from './within.js';
 
 /** One request as a test receiver saw it. */
 export interface Received {
@@ -69,7 +70,7 @@ export async function startReceiver(initial: Reply | ((req: Received) => Reply) 
     });
   });
   server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
+  await within(DEFAULT_WAIT_MS, 'the test receiver to listen', once(server, 'listening'));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
@@ -97,7 +98,7 @@ export async function startReceiver(initial: Reply | ((req: Received) => Reply) 
     async close() {
       for (const res of hanging) res.destroy();
       server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
+      await within(DEFAULT_WAIT_MS, 'the test receiver to close', new Promise<void>((r) => server.close(() => r())));
     },
   };
 }
