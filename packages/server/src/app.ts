@@ -16,6 +16,7 @@ import { logEvents } from './events/log-subscriber.js';
 import { guardBodyDeadlines } from './http/body-deadline.js';
 import { answerErrors } from './http/error-answers.js';
 import { createHttpServer } from './http/http-server.js';
+import { BodyBudget } from './ingest/body-budget.js';
 import { ingestRoutes } from './ingest/routes.js';
 import { healthRoutes } from './lifecycle/health-routes.js';
 import { Lifecycle, type StopOptions } from './lifecycle/lifecycle.js';
@@ -83,6 +84,8 @@ export interface Ferry {
    * stage that emits, so they must be quick.
    */
   readonly events: EventBus;
+  /** The request-body bytes ingestion holds now, overall and without a header key, out of `limitBytes` (for metrics and tests). */
+  readonly ingestBodyBudget: Pick<BodyBudget, 'heldBytes' | 'keylessHeldBytes' | 'limitBytes'>;
   /** Set when no token was given and a new one was made; shown once to the operator. */
   readonly generatedAdminToken: string | undefined;
   /** Listens on the port (0: any free one) and starts delivering; resolves with the base URL. */
@@ -142,9 +145,8 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   guardBodyDeadlines(app, limits.bodyTimeoutMs);
   answerErrors(app, { logger, isStoreUnavailable: (error) => store.isUnavailable(error) });
   await healthRoutes(app, { store, events, draining: () => lifecycle.draining });
-  await app.register(async (scope) =>
-    ingestRoutes(scope, { store, catalog, clock, events, onCommitted: wake }, { bodyBudgetBytes: limits.ingestBodyBudgetBytes }),
-  );
+  const ingestBodyBudget = new BodyBudget(limits.ingestBodyBudgetBytes);
+  await app.register(async (scope) => ingestRoutes(scope, { store, catalog, clock, events, onCommitted: wake }, ingestBodyBudget));
   await registerAdminApi(app, {
     store,
     catalog,
@@ -164,6 +166,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     audiences,
     logger,
     events,
+    ingestBodyBudget,
     generatedAdminToken: adminToken.generated,
     async start(port, host = '127.0.0.1') {
       const address = await app.listen({ port, host });

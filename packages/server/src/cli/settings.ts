@@ -40,8 +40,11 @@ export interface Settings {
   http: Partial<HttpServerSettings>;
 }
 
-/** 1 MiB: above the most one request reserves (a gzip body and its decompressed copy), so a lone request always fits. */
-export const minBodyBudgetBytes = 1024 * 1024;
+/**
+ * 4 MiB: its keyless quarter is above the most one request reserves (a gzip body and its
+ * decompressed copy), so a lone request always fits, with a header key or without.
+ */
+export const minBodyBudgetBytes = 4 * 1024 * 1024;
 
 /**
  * Reads the settings of a server process, once: flags win over the environment, which wins
