@@ -86,7 +86,10 @@ export interface Ferry {
   readonly events: EventBus;
   /** The request-body bytes ingestion holds now, overall and without a header key, out of `limitBytes` (for metrics and tests). */
   readonly ingestBodyBudget: Pick<BodyBudget, 'heldBytes' | 'keylessHeldBytes' | 'limitBytes'>;
-  /** Set when no token was given and a new one was made; shown once to the operator. */
+  /**
+   * Set when no token was given and a new one was made; shown once to the operator. Its hash
+   * is stored once `start()` listens: a server that never listened leaves none behind.
+   */
   readonly generatedAdminToken: string | undefined;
   /** Listens on the port (0: any free one) and starts delivering; resolves with the base URL. */
   start(port: number, host?: string): Promise<string>;
@@ -170,6 +173,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     generatedAdminToken: adminToken.generated,
     async start(port, host = '127.0.0.1') {
       const address = await app.listen({ port, host });
+      await adminToken.store();
       await regulations.resumePending();
       const refreshMs = options.catalogRefreshMs ?? (store.kind === 'postgres' ? 5000 : 0);
       if (refreshMs > 0) {
