@@ -116,7 +116,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
       redact: { paths: ['req.headers.authorization', '*.writeKey', '*.sharedSecret', 'headers.authorization'], censor: '[redacted]' },
     });
   const events = new EventBus((err, name) => logger.error({ err, event: name }, 'an event listener failed'));
-  logEvents(events, logger);
+  logEvents(events, logger, clock);
   const { config } = options;
   const givenToken = options.adminToken?.trim();
   // Before the store is opened: a weak token stops the start with nothing created.
