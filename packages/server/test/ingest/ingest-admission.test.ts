@@ -12,6 +12,7 @@ import { Writable } from 'node:stream';
 import { describe, test, type TestContext } from 'node:test';
 import pino from 'pino';
 import { keylessShare } from '../../src/ingest/body-budget.js';
+import { addressGroup } from '../../src/http/connections-per-address.js';
 import { bodyReservationBytes } from '../../src/ingest/ingest-admission.js';
 import { minBodyBudgetBytes } from '../../src/cli/settings.js';
 import type { FerryOptions } from '../../src/app.js';
@@ -212,6 +213,25 @@ describe('attacks on the body framing', () => {
 });
 
 describe('connections per address', () => {
+  test('addresses are counted in groups: IPv4 alone (IPv4-mapped IPv6 as IPv4), IPv6 by its /64', () => {
+    const table: [string, string][] = [
+      ['203.0.113.7', '203.0.113.7'],
+      ['::ffff:203.0.113.7', '203.0.113.7'],
+      ['::FFFF:203.0.113.7', '203.0.113.7'],
+      ['2001:db8:1:2:aaaa:bbbb:cccc:dddd', '2001:db8:1:2::/64'],
+      ['2001:db8:1:2::1', '2001:db8:1:2::/64'],
+      ['2001:0db8:0001:0002:0000:0000:0000:ffff', '2001:db8:1:2::/64'],
+      ['2001:db8:1:3::1', '2001:db8:1:3::/64'],
+      ['2001:db8::1', '2001:db8::/64'],
+      ['::1', '::/64'],
+      ['fe80::1%eth0', 'fe80::/64'],
+      ['64:ff9b::198.51.100.1', '64:ff9b::/64'],
+      ['', ''],
+      ['not an address', 'not an address'],
+    ];
+    for (const [address, group] of table) assert.equal(addressGroup(address), group, address);
+  });
+
   test('connections over the per-address cap are closed at once; other addresses and freed slots are served', async (t) => {
     const ferry = await ferryFor(t, { http: { maxConnectionsPerAddress: 3 } });
     const port = Number(new URL(ferry.url).port);
