@@ -307,14 +307,15 @@ test(`${attackersPerKind * 4} connections holding most of a 500 KB body (unknown
 /** Complete batches of about 500 KB sent at once, each with a valid key: as many as the default budget holds. */
 const largeBatches = 128;
 /**
- * The stated ceiling of the server's resident memory while it takes them: its baseline, the
- * 64 MiB of bodies the budget admits, and at most four bodies processed at once, each taking
- * up to about 20 times its size on the heap while it is parsed and normalised (docs/operations.md).
- * Processed all at once instead, the same batches took a server past 420 MiB.
+ * The stated ceiling of the growth of the server's resident memory while it takes them, over
+ * its baseline: the 64 MiB of bodies the budget admits, their chunks while they are read, and
+ * at most four bodies processed at once, each taking up to about 20 times its size on the heap
+ * while it is parsed and normalised (docs/operations.md), with the garbage collector's slack.
+ * Processed all at once instead, the same batches grew a server by about 300 MiB.
  */
-const largeBatchesRssCeilingBytes = 350 * 1024 * 1024;
+const largeBatchesRssGrowthCeilingBytes = 240 * 1024 * 1024;
 
-test(`${largeBatches} complete batches of about 500 KB at once, each with a valid key, are all stored, and the server's memory stays under ${largeBatchesRssCeilingBytes / 2 ** 20} MiB`, async (t) => {
+test(`${largeBatches} complete batches of about 500 KB at once, each with a valid key, are all stored, and the server's memory grows by less than ${largeBatchesRssGrowthCeilingBytes / 2 ** 20} MiB`, async (t) => {
   const server = await servedFerry(t);
   const perBatch = 500;
   const sizes = new Set<number>();
@@ -336,12 +337,13 @@ test(`${largeBatches} complete batches of about 500 KB at once, each with a vali
     ),
   );
   const peak = server.peak();
-  t.diagnostic(`batches of ${[...sizes].map((n) => Math.round(n / 1024)).join(', ')} KB; server RSS ${Math.round(server.baseline / 2 ** 20)} MiB before, peak ${Math.round(peak / 2 ** 20)} MiB (ceiling ${largeBatchesRssCeilingBytes / 2 ** 20} MiB)`);
+  const growth = peak - server.baseline;
+  t.diagnostic(`batches of ${[...sizes].map((n) => Math.round(n / 1024)).join(', ')} KB; server RSS ${Math.round(server.baseline / 2 ** 20)} MiB before, peak ${Math.round(peak / 2 ** 20)} MiB: grew by ${Math.round(growth / 2 ** 20)} MiB (ceiling ${largeBatchesRssGrowthCeilingBytes / 2 ** 20} MiB)`);
   assert.ok([...sizes].every((n) => n > 450_000 && n <= 512_000), 'each batch is about 500 KB, under the limit');
   assert.deepEqual(count(answers), { '200 {"success":true}': largeBatches }, 'every batch was accepted');
   const stats = await fetch(`${server.base}/admin/v1/stats`, { headers: { authorization: `Bearer ${adminToken}` }, signal: AbortSignal.timeout(10_000) });
   assert.equal((await stats.json()).events, largeBatches * perBatch, 'every message was stored');
-  assert.ok(peak < largeBatchesRssCeilingBytes, `peak RSS ${Math.round(peak / 2 ** 20)} MiB is under the ceiling`);
+  assert.ok(growth < largeBatchesRssGrowthCeilingBytes, `RSS grew by ${Math.round(growth / 2 ** 20)} MiB, under the ceiling`);
 });
 
 function count(lines: string[]): Record<string, number> {
