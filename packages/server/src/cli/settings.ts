@@ -80,7 +80,7 @@ export function readSettings(flags: ServeFlags, env: NodeJS.ProcessEnv): Setting
 /**
  * The HTTP limits an operator sets in the environment: `FERRY_MAX_CONNECTIONS_PER_ADDRESS`
  * (an integer, 0 for no limit) and `FERRY_INGEST_BODY_BUDGET_BYTES` (an integer, at least
- * 1 MiB, the most one gzip request may reserve). Unset or empty variables are left out.
+ * {@link minBodyBudgetBytes}). Unset or empty variables are left out.
  */
 export function httpLimitsFrom(env: NodeJS.ProcessEnv): Partial<HttpServerSettings> {
   const limits: Partial<HttpServerSettings> = {};
