@@ -19,6 +19,7 @@ import { logEvents } from './events/log-subscriber.js';
 import { guardBodyDeadlines } from './http/body-deadline.js';
 import { answerErrors } from './http/error-answers.js';
 import { createHttpServer } from './http/http-server.js';
+import { BodyBudget } from './ingest/body-budget.js';
 import { ingestRoutes } from './ingest/routes.js';
 import { healthRoutes } from './lifecycle/health-routes.js';
 import { Lifecycle, type StopOptions } from './lifecycle/lifecycle.js';
@@ -94,7 +95,12 @@ export interface Ferry {
    * stage that emits, so they must be quick.
    */
   readonly events: EventBus;
-  /** Set when no token was given and a new one was made; shown once to the operator. */
+  /** The request-body bytes ingestion holds now, overall and without a header key, out of `limitBytes` (for metrics and tests). */
+  readonly ingestBodyBudget: Pick<BodyBudget, 'heldBytes' | 'keylessHeldBytes' | 'limitBytes'>;
+  /**
+   * Set when no token was given and a new one was made; shown once to the operator. Its hash
+   * is stored once `start()` listens: a server that never listened leaves none behind.
+   */
   readonly generatedAdminToken: string | undefined;
   /** Listens on the port (0: any free one) and starts delivering; resolves with the base URL. */
   start(port: number, host?: string): Promise<string>;
@@ -121,7 +127,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
       redact: { paths: ['req.headers.authorization', '*.writeKey', '*.sharedSecret', 'headers.authorization'], censor: '[redacted]' },
     });
   const events = new EventBus((err, name) => logger.error({ err, event: name }, 'an event listener failed'));
-  logEvents(events, logger);
+  logEvents(events, logger, clock);
   const { config } = options;
   const givenToken = options.adminToken?.trim();
   // Before the store is opened: a weak token stops the start with nothing created.
@@ -153,9 +159,8 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   guardBodyDeadlines(app, limits.bodyTimeoutMs);
   answerErrors(app, { logger, isStoreUnavailable: (error) => store.isUnavailable(error) });
   await healthRoutes(app, { store, events, draining: () => lifecycle.draining });
-  await app.register(async (scope) =>
-    ingestRoutes(scope, { store, catalog, clock, events, onCommitted: wake }, { bodyBudgetBytes: limits.ingestBodyBudgetBytes }),
-  );
+  const ingestBodyBudget = new BodyBudget(limits.ingestBodyBudgetBytes);
+  await app.register(async (scope) => ingestRoutes(scope, { store, catalog, clock, events, onCommitted: wake }, ingestBodyBudget));
   await registerAdminApi(app, {
     store,
     catalog,
@@ -175,9 +180,11 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     audiences,
     logger,
     events,
+    ingestBodyBudget,
     generatedAdminToken: adminToken.generated,
     async start(port, host = '127.0.0.1') {
       const address = await app.listen({ port, host });
+      await adminToken.store();
       await regulations.resumePending();
       const refreshMs = options.catalogRefreshMs ?? (store.kind === 'postgres' ? 5000 : 0);
       if (refreshMs > 0) catalog.refreshEvery(refreshMs, logger);

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { AudienceStore } from '../store/audience-store.js';
 import type { AudienceSync } from '../audiences/audience-sync.js';
-import { FerryError } from '../errors/error-codes.js';
+import { notFound } from '../http/not-found.js';
 import { requireAdminToken } from './admin-auth.js';
 import { audienceRoutes } from './audience-routes.js';
 import { adminRoutes, type AdminDeps } from './routes.js';
@@ -19,6 +19,9 @@ export interface AdminApiDeps extends AdminDeps {
   audiences: { store: AudienceStore; sync: AudienceSync };
 }
 
+/** The path every admin route lives under. */
+export const adminPrefix = '/admin';
+
 /**
  * Everything under `/admin`: the token is checked before anything else, unknown paths
  * included, so that the admin surface cannot be mapped without it (an unknown path answers
@@ -34,9 +37,7 @@ export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps)
       });
       // The media type of RFC 7396, which PATCH /destinations/{id} implements; read as JSON.
       admin.addContentTypeParser('application/merge-patch+json', { parseAs: 'string' }, admin.getDefaultJsonParser('error', 'error'));
-      admin.setNotFoundHandler((request, reply) =>
-        reply.code(404).send(new FerryError('not_found', `no route ${request.method} ${request.url.split('?')[0]}`).toBody()),
-      );
+      admin.setNotFoundHandler((request, reply) => reply.code(404).send(notFound(request.method, request.url).toBody()));
       await admin.register(
         async (v1) => {
           await adminRoutes(v1, deps);
@@ -45,6 +46,6 @@ export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps)
         { prefix: '/v1' },
       );
     },
-    { prefix: '/admin' },
+    { prefix: adminPrefix },
   );
 }

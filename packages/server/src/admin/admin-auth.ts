@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { FerryError } from '../errors/error-codes.js';
 
 /** Admin tokens shorter than this are refused at start: a short token can be guessed. */
@@ -29,11 +29,15 @@ export function assertStrongAdminToken(token: string): void {
 /**
  * An `onRequest` hook that lets a request through only with `Authorization: Bearer <token>`
  * whose hash matches. Both sides are SHA-256 digests of the same length, so
- * `timingSafeEqual` compares them in constant time whatever the caller sent.
+ * `timingSafeEqual` compares them in constant time whatever the caller sent. It runs on the
+ * head, so a refused request's body is never read: the connection is closed, dropping it.
  */
-export function requireAdminToken(adminTokenHash: Buffer): (request: FastifyRequest) => Promise<void> {
-  return async (request) => {
+export function requireAdminToken(adminTokenHash: Buffer): (request: FastifyRequest, reply: FastifyReply) => Promise<void> {
+  return async (request, reply) => {
     const match = /^Bearer\s+(.+)$/i.exec(request.headers.authorization ?? '');
-    if (!match || !timingSafeEqual(hashToken(match[1]!.trim()), adminTokenHash)) throw new FerryError('admin_unauthorized');
+    if (!match || !timingSafeEqual(hashToken(match[1]!.trim()), adminTokenHash)) {
+      reply.header('connection', 'close');
+      throw new FerryError('admin_unauthorized');
+    }
   };
 }

@@ -40,8 +40,11 @@ export interface Settings {
   http: Partial<HttpServerSettings>;
 }
 
-/** 1 MiB: above the most one request reserves (a gzip body and its decompressed copy), so a lone request always fits. */
-export const minBodyBudgetBytes = 1024 * 1024;
+/**
+ * 4 MiB: its keyless quarter is above the most one request reserves (a gzip body and its
+ * decompressed copy), so a lone request always fits, with a header key or without.
+ */
+export const minBodyBudgetBytes = 4 * 1024 * 1024;
 
 /**
  * Reads the settings of a server process, once: flags win over the environment, which wins
@@ -77,7 +80,7 @@ export function readSettings(flags: ServeFlags, env: NodeJS.ProcessEnv): Setting
 /**
  * The HTTP limits an operator sets in the environment: `FERRY_MAX_CONNECTIONS_PER_ADDRESS`
  * (an integer, 0 for no limit) and `FERRY_INGEST_BODY_BUDGET_BYTES` (an integer, at least
- * 1 MiB, the most one gzip request may reserve). Unset or empty variables are left out.
+ * {@link minBodyBudgetBytes}). Unset or empty variables are left out.
  */
 export function httpLimitsFrom(env: NodeJS.ProcessEnv): Partial<HttpServerSettings> {
   const limits: Partial<HttpServerSettings> = {};

@@ -30,7 +30,7 @@ export const errorCodes = {
   missing_previous_id: { status: 400, text: 'An alias call needs a `previousId`.' },
   invalid_type: { status: 400, text: 'The message `type` is missing or is not one of identify, track, page, screen, group, alias.' },
   invalid_field: { status: 400, text: 'A known field has the wrong type.' },
-  unsafe_integer_id: { status: 400, text: 'A numeric id is beyond ±(2^53 − 1), where JSON parsing loses its exact digits; send ids as strings.' },
+  unsafe_numeric_id: { status: 400, text: 'A numeric id is not an integer within ±(2^53 − 1), so it cannot be kept exactly as sent; send ids as strings.' },
   invalid_timestamp: { status: 400, text: 'A timestamp is not an ISO 8601 date-time.' },
   invalid_message_id: { status: 400, text: 'A messageId must be a non-empty string of at most 100 characters.' },
   too_deeply_nested: { status: 400, text: 'The JSON is nested deeper than the limit.' },

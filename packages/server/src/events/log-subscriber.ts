@@ -1,17 +1,33 @@
 import type { Logger } from 'pino';
+import type { Clock } from '../util/clock.js';
+import { RepeatedErrorLog } from '../util/repeated-error-log.js';
 import type { EventBus } from './event-bus.js';
+
+/** While ingestion commits keep failing the same way, at most one line per this many ms after the full one. */
+export const ingestErrorLogIntervalMs = 60_000;
 
 /**
  * Writes the log lines of the events whose stages do not log themselves (ingestion, the
- * readiness check); the texts and levels are those docs/operations.md lists.
+ * readiness check); the texts and levels are those docs/operations.md lists. A store failure
+ * that refuses requests (a full disk refuses every one) is logged through a
+ * {@link RepeatedErrorLog}: in full once per kind of error, then one line per interval with a
+ * count, and a line when a commit succeeds again.
  */
-export function logEvents(bus: EventBus, logger: Logger): void {
+export function logEvents(bus: EventBus, logger: Logger, clock: Clock): void {
+  const commitErrors = new RepeatedErrorLog({
+    logger,
+    clock,
+    intervalMs: ingestErrorLogIntervalMs,
+    message: 'ingestion commit failed; answered 503',
+    recoveredMessage: 'ingestion commits work again',
+  });
+  bus.on('ingest:accepted', () => commitErrors.resolved());
   bus.on('ingest:rejected', ({ sourceId, rejected }) =>
     logger.info({ sourceId, rejected: rejected.length, codes: [...new Set(rejected.map((r) => r.code))] }, 'messages rejected'),
   );
   bus.on('ingest:refused', ({ sourceId, error }) => {
     // Refusals of the client's own making (a bad key, bad JSON) are answered, not logged.
-    if (error !== undefined) logger.error({ err: error, sourceId }, 'ingestion commit failed; answered 503');
+    if (error !== undefined) commitErrors.report(error, { sourceId });
   });
   bus.on('store:unavailable', ({ error }) => logger.warn({ err: error }, 'store not ready; /health/ready answers 503'));
   bus.on('store:ready', () => logger.info('store ready again'));

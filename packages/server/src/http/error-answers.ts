@@ -1,7 +1,9 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { FerryError, type ErrorCode } from '../errors/error-codes.js';
+import { adminPrefix } from '../admin/admin-api.js';
 import { isClientAbort } from './client-abort.js';
+import { notFound } from './not-found.js';
 
 /** What the error answers need to know. */
 export interface ErrorAnswerDeps {
@@ -14,7 +16,8 @@ export interface ErrorAnswerDeps {
  * Answers every error a route throws, and every unknown path, in Ferry's error format with
  * a stable code: a `FerryError` as it says; a client that hung up mid-body 400; the store
  * unavailable 503; Fastify's own refusals (413, 415, 408, bad JSON) with their codes; any
- * other failure 500 `internal_error`, logged, its message never shown.
+ * other failure 500 `internal_error`, logged, its message never shown. An unknown path outside
+ * `/admin` is answered 404 on its head, before any of its body is read.
  */
 export function answerErrors(app: FastifyInstance, deps: ErrorAnswerDeps): void {
   const { logger } = deps;
@@ -36,9 +39,20 @@ export function answerErrors(app: FastifyInstance, deps: ErrorAnswerDeps): void 
     }
     return reply.code(status).send(new FerryError(clientErrorCode(status, error), error.message).toBody());
   });
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send(new FerryError('not_found', `no route ${request.method} ${request.url.split('?')[0]}`).toBody()),
-  );
+  // Fastify reads the body of an unmatched request (up to its 1 MiB limit) before the
+  // not-found handler runs, with no key check and no budget: answered here, on the head, the
+  // body is never read, and closing the connection drops it. Paths under the admin prefix go
+  // to the admin scope's own not-found handler, after its token check.
+  app.addHook('onRequest', async (request, reply) => {
+    if (!request.is404 || isAdminPath(request.url)) return undefined;
+    return reply.code(404).header('connection', 'close').send(notFound(request.method, request.url).toBody());
+  });
+  app.setNotFoundHandler((request, reply) => reply.code(404).send(notFound(request.method, request.url).toBody()));
+}
+
+function isAdminPath(url: string): boolean {
+  const path = url.split('?')[0]!;
+  return path === adminPrefix || path.startsWith(`${adminPrefix}/`);
 }
 
 /** The code of a 4xx Fastify raised itself. */

@@ -26,20 +26,22 @@ export function bodyReservationBytes(headers: FastifyRequest['headers']): number
  * answered 503 `server_busy` with `Retry-After`. Both refusals close the connection, which
  * drops the unread body.
  *
- * A request without a Basic key is admitted to the budget: its key may be in the body. Each
- * refusal is told to `events` as `ingest:refused`.
+ * A request without a Basic key is admitted to the budget, as its key may be in the body, but
+ * such requests together hold at most a quarter of it (`keylessShare`). Each refusal is told
+ * to `events` as `ingest:refused`.
  */
 export function ingestAdmission(deps: { catalog: Catalog; budget: BodyBudget; events: EventBus }) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
     const key = writeKeyFromBasicAuth(request.headers.authorization);
     if (key !== undefined && !deps.catalog.sourceByWriteKey(key)) return refuse(deps.events, reply, new FerryError('unauthorized', 'unknown write key'));
-    const bytes = bodyReservationBytes(request.headers);
-    if (!deps.budget.tryReserve(bytes)) {
+    const reservation = deps.budget.tryReserve(bodyReservationBytes(request.headers), { keyless: key === undefined });
+    if (!reservation) {
       reply.header('retry-after', String(busyRetryAfterSeconds));
       return refuse(deps.events, reply, new FerryError('server_busy'));
     }
-    // 'close' comes once, whether the answer was sent or the client went away first.
-    reply.raw.once('close', () => deps.budget.release(bytes));
+    // 'close' comes once, after the answer was sent (so after the request was processed) or
+    // when the client went away first.
+    reply.raw.once('close', () => reservation.release());
     return undefined;
   };
 }

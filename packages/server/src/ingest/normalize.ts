@@ -137,15 +137,15 @@ const unsafeNumber: unique symbol = Symbol('unsafeNumber');
  * Checks, in this order (the first failure is the answer): a JSON object
  * (`invalid_message`); nesting within {@link maxMessageDepth} (`too_deeply_nested`);
  * `type` one of the six (`invalid_type`); each known field of the right type
- * (`invalid_field`, naming it), a numeric id within ±(2^53 − 1)
- * (`unsafe_integer_id`); a non-empty `userId` or `anonymousId`
+ * (`invalid_field`, naming it), a numeric id an integer within ±(2^53 − 1)
+ * (`unsafe_numeric_id`); a non-empty `userId` or `anonymousId`
  * (`missing_identity`); a track's `event` (`missing_event`), a group's `groupId`
  * (`missing_group_id`), an alias's `previousId` (`missing_previous_id`) and `userId`
  * (`missing_identity`); `messageId` of 1..100 characters (`invalid_message_id`);
  * `timestamp`, `originalTimestamp`, `sentAt` as ISO 8601 (`invalid_timestamp`); at most
  * {@link maxMessageBytes} once normalised (`message_too_large`).
  *
- * Lenient where real clients differ: numeric `userId`, `anonymousId`, `groupId` and
+ * Lenient where real clients differ: integer `userId`, `anonymousId`, `groupId` and
  * `previousId` within ±(2^53 − 1) become strings; `null` and `""` ids count as absent, and
  * `null` in any other known field counts as absent.
  *
@@ -307,13 +307,14 @@ function isCallType(value: unknown): value is CallType {
 }
 
 /**
- * An id as a string: numbers converted (Segment accepts them), `null` and `""` absent. A
- * number beyond ±(2^53 − 1) may not be the one the client sent: JSON.parse rounds
- * 9007199254740993 to 9007199254740992, and two users would silently become one.
+ * An id as a string: integers converted (Segment accepts them), `null` and `""` absent. Any
+ * other number may not be the one the client meant: JSON.parse rounds 9007199254740993 to
+ * 9007199254740992, and a fraction would be stored as JavaScript prints it (`1.50` and `1.5`
+ * both as "1.5"), so two users could silently become one.
  */
 function readId(value: unknown): Read<string> | typeof unsafeNumber {
   if (typeof value === 'string') return value === '' ? undefined : value;
-  if (typeof value === 'number') return Math.abs(value) <= Number.MAX_SAFE_INTEGER ? String(value) : unsafeNumber;
+  if (typeof value === 'number') return Number.isSafeInteger(value) ? String(value) : unsafeNumber;
   if (value === undefined || value === null) return undefined;
   return wrongType;
 }
@@ -356,7 +357,7 @@ function invalidField(field: string, expected: string): NormalizeResult {
 
 function invalidId(field: string, why: typeof wrongType | typeof unsafeNumber): NormalizeResult {
   if (why === wrongType) return invalidField(field, 'a string or a number');
-  return fail('unsafe_integer_id', `\`${field}\` is a number beyond ±(2^53 − 1), whose exact digits are lost when JSON is parsed; send it as a string.`);
+  return fail('unsafe_numeric_id', `\`${field}\` is a number that is not an integer within ±(2^53 − 1), which cannot be kept exactly as sent; send it as a string.`);
 }
 
 function invalidTimestamp(field: string, value: unknown, owner = 'The message'): NormalizeResult {

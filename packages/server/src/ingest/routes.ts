@@ -1,22 +1,31 @@
 import type { FastifyInstance } from 'fastify';
-import { BodyBudget } from './body-budget.js';
+import type { BodyBudget } from './body-budget.js';
 import { ingestAdmission } from './ingest-admission.js';
 import { callTypes, type CallType } from '../model/message.js';
 import { ingestLimits } from './read-body.js';
 import { ingestRequest, type IngestDeps } from './ingest-request.js';
+import { ProcessingGate } from './processing-gate.js';
+
+/**
+ * Requests processed (parsed, normalised, committed) at once; the others wait with their body
+ * in the budget. A 500 KB batch takes up to about 20 times its size on the heap while it is
+ * processed (docs/operations.md), so this bounds that memory to some tens of MiB.
+ */
+export const maxConcurrentIngestProcessing = 4;
 
 /**
  * The Segment-compatible tracking API: `/v1/batch` (and its legacy name `/v1/import`) and one
  * path per call type. Bodies are taken as raw bytes whatever their declared type, so that the
  * pipeline can answer gzip and bad JSON with its own stable codes. Before a body is read, each
  * request passes {@link ingestAdmission}: a stranger's key is refused, and the bodies held at
- * once stay within `limits.bodyBudgetBytes`.
+ * once stay within `budget`. At most {@link maxConcurrentIngestProcessing} bodies are processed at once.
  */
-export async function ingestRoutes(app: FastifyInstance, deps: IngestDeps, limits: { bodyBudgetBytes: number }): Promise<void> {
+export async function ingestRoutes(app: FastifyInstance, deps: IngestDeps, budget: BodyBudget): Promise<void> {
+  const gate = new ProcessingGate(maxConcurrentIngestProcessing);
   app.removeAllContentTypeParsers();
   // Raw bytes on the wire may be gzip; the decompressed limit is enforced by the pipeline.
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: ingestLimits.maxRawRequestBytes }, (_req, body, done) => done(null, body));
-  app.addHook('onRequest', ingestAdmission({ catalog: deps.catalog, budget: new BodyBudget(limits.bodyBudgetBytes), events: deps.events }));
+  app.addHook('onRequest', ingestAdmission({ catalog: deps.catalog, budget: budget, events: deps.events }));
   // Fastify answers 415 to a Content-Type it cannot parse (an empty one, or `json`) before any
   // parser runs. Ingestion ignores the label, so it is dropped before that check.
   app.addHook('onRequest', (request, _reply, done) => {
@@ -30,17 +39,19 @@ export async function ingestRoutes(app: FastifyInstance, deps: IngestDeps, limit
   ];
   for (const [url, route] of routes) {
     app.post(url, async (request, reply) => {
-      const answer = await ingestRequest(
-        {
-          route,
-          rawBody: request.body as Buffer | undefined,
-          headers: {
-            'content-encoding': request.headers['content-encoding'],
-            authorization: request.headers.authorization,
+      const answer = await gate.run(() =>
+        ingestRequest(
+          {
+            route,
+            rawBody: request.body as Buffer | undefined,
+            headers: {
+              'content-encoding': request.headers['content-encoding'],
+              authorization: request.headers.authorization,
+            },
+            ip: request.ip,
           },
-          ip: request.ip,
-        },
-        deps,
+          deps,
+        ),
       );
       return reply.code(answer.status).send(answer.body);
     });

@@ -14,13 +14,25 @@ export interface RepeatedErrorLogOptions {
   recoveredMessage: string;
 }
 
+/** Error kinds followed at once; past this, the one followed longest is reported and dropped. */
+const maxKinds = 32;
+
+/** One kind of error being repeated: its first message, when its last line was written, repeats since. */
+interface Repeating {
+  message: string;
+  lastLineAtMs: number;
+  repeats: number;
+}
+
 /**
  * Logs an error that a loop meets again at every turn (a full disk, a database that is down)
- * once per interval instead of at every turn. The first occurrence is logged in full, stack
- * included; while the same error (same name, code and message) recurs, one line per interval
- * says how many times it repeated since the last line; a different error is logged in full
- * at once. When the loop succeeds again, {@link resolved} reports the repeats not yet
- * reported and that it recovered. No timer is involved: lines are written by the calls.
+ * once per interval instead of at every turn. Errors are told apart by their code (their
+ * name and message when they have none), so an error whose text changes (a path, a count)
+ * stays one kind. The first occurrence of a kind is logged in full, stack included; while it
+ * recurs, one line per interval says how many times it repeated since the last line. Each
+ * kind is followed on its own, so errors that alternate do not each get a full line at every
+ * turn. When the loop succeeds again, {@link resolved} reports the repeats not yet reported
+ * and that it recovered. No timer is involved: lines are written by the calls.
  *
  * @example
  * ```ts
@@ -30,8 +42,8 @@ export interface RepeatedErrorLogOptions {
  * ```
  */
 export class RepeatedErrorLog {
-  /** The error being repeated: its identity, when its last line was written, repeats since. */
-  private current: { key: string; message: string; lastLineAtMs: number; repeats: number } | undefined;
+  /** The kinds of error being repeated, by identity, the one followed longest first. */
+  private readonly repeating = new Map<string, Repeating>();
 
   constructor(private readonly o: RepeatedErrorLogOptions) {}
 
@@ -39,43 +51,48 @@ export class RepeatedErrorLog {
   report(error: unknown, fields: Record<string, unknown> = {}): void {
     const nowMs = this.o.clock.now();
     const key = identity(error);
-    const current = this.current;
-    if (current?.key === key) {
-      current.repeats++;
-      if (nowMs - current.lastLineAtMs >= this.o.intervalMs) this.reportRepeats(nowMs, fields);
+    const known = this.repeating.get(key);
+    if (known) {
+      known.repeats++;
+      if (nowMs - known.lastLineAtMs >= this.o.intervalMs) this.reportRepeats(known, nowMs, fields);
       return;
     }
-    if (current) this.reportRepeats(nowMs, fields);
+    if (this.repeating.size >= maxKinds) {
+      const [oldestKey, oldest] = this.repeating.entries().next().value!;
+      this.reportRepeats(oldest, nowMs, fields);
+      this.repeating.delete(oldestKey);
+    }
     this.o.logger.error({ ...fields, err: error }, this.o.message);
-    this.current = { key, message: messageOf(error), lastLineAtMs: nowMs, repeats: 0 };
+    this.repeating.set(key, { message: messageOf(error), lastLineAtMs: nowMs, repeats: 0 });
   }
 
-  /** The loop succeeded: reports what is left to report, if an error was being repeated. */
+  /** The loop succeeded: reports what is left to report, if errors were being repeated. */
   resolved(fields: Record<string, unknown> = {}): void {
-    if (!this.current) return;
-    this.reportRepeats(this.o.clock.now(), fields);
-    this.current = undefined;
+    if (this.repeating.size === 0) return;
+    const nowMs = this.o.clock.now();
+    for (const repeating of this.repeating.values()) this.reportRepeats(repeating, nowMs, fields);
+    this.repeating.clear();
     this.o.logger.info(fields, this.o.recoveredMessage);
   }
 
-  private reportRepeats(nowMs: number, fields: Record<string, unknown>): void {
-    const current = this.current!;
-    if (current.repeats === 0) return;
-    const seconds = Math.round((nowMs - current.lastLineAtMs) / 1000);
+  private reportRepeats(repeating: Repeating, nowMs: number, fields: Record<string, unknown>): void {
+    if (repeating.repeats === 0) return;
+    const seconds = Math.round((nowMs - repeating.lastLineAtMs) / 1000);
     this.o.logger.error(
-      { ...fields, error: current.message, repeats: current.repeats },
-      `${this.o.message}; the same error repeated ${current.repeats} time${current.repeats === 1 ? '' : 's'} in the last ${seconds} s`,
+      { ...fields, error: repeating.message, repeats: repeating.repeats },
+      `${this.o.message}; the same error repeated ${repeating.repeats} time${repeating.repeats === 1 ? '' : 's'} in the last ${seconds} s`,
     );
-    current.lastLineAtMs = nowMs;
-    current.repeats = 0;
+    repeating.lastLineAtMs = nowMs;
+    repeating.repeats = 0;
   }
 }
 
-/** What makes two errors "the same": name, code and message (not the stack, which may differ). */
+/** What makes two errors "the same": their code when they have one, else their name and message (never the stack). */
 function identity(error: unknown): string {
   if (!(error instanceof Error)) return `value:${String(error)}`;
   const code = (error as { code?: unknown }).code;
-  return `${error.name}:${typeof code === 'string' || typeof code === 'number' ? code : ''}:${error.message}`;
+  if (typeof code === 'string' || typeof code === 'number') return `code:${code}`;
+  return `message:${error.name}:${error.message}`;
 }
 
 function messageOf(error: unknown): string {

@@ -7,6 +7,7 @@ import { after, describe, test } from 'node:test';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { spawnFerry } from '../helpers/spawn-ferry.js';
 import { startReceiver } from '../helpers/receiver.js';
+import { within } from '../helpers/within.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ferry-cli-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -112,6 +113,24 @@ describe('ferry serve refuses to start unsafely', () => {
     assert.match(ferry.output(), /FERRY_DEMO_WRITE_KEY/);
     assert.match(ferry.output(), /--host 127\.0\.0\.1/);
     assert.doesNotMatch(ferry.output(), /listening on/);
+  });
+
+  test('a start refused by the demo-key guard stores no admin token: the next start on loopback generates one and prints it', async () => {
+    const dataDir = join(dir, 'demo-then-loopback');
+    const env = { HOST: '', FERRY_CONFIG: '', FERRY_ADMIN_TOKEN: '' };
+    const refused = spawnFerry(['serve', '--data', dataDir, '--port', '0'], env);
+    assert.equal((await refused.exited).code, 1);
+    assert.match(refused.output(), /refusing to listen on 0\.0\.0\.0/);
+    const ferry = spawnFerry(['serve', '--data', dataDir, '--port', '0', '--host', '127.0.0.1'], env);
+    after(async () => {
+      ferry.child.kill('SIGKILL');
+      await ferry.exited;
+    });
+    const [, token] = await within(30_000, 'the generated admin token', ferry.waitForOutput(/admin token \(shown once[^)]*\): (\S+)/));
+    const [, base] = /listening on (http:\/\/\S+)/.exec(ferry.output())!;
+    const res = await fetch(`${base}/admin/v1/sources`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(10_000) });
+    assert.equal(res.status, 200, 'the printed token opens the admin API');
+    await res.text();
   });
 
   test('a source holding the demo key in the store, though not in the file, is refused too', async () => {

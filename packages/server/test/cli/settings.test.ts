@@ -92,9 +92,9 @@ describe('readSettings', () => {
 
 test('the environment sets both HTTP limits; a bad value stops the start naming the variable', () => {
   assert.deepEqual(httpLimitsFrom({}), {});
-  assert.deepEqual(httpLimitsFrom({ FERRY_MAX_CONNECTIONS_PER_ADDRESS: '0', FERRY_INGEST_BODY_BUDGET_BYTES: ' 2097152 ' }), {
+  assert.deepEqual(httpLimitsFrom({ FERRY_MAX_CONNECTIONS_PER_ADDRESS: '0', FERRY_INGEST_BODY_BUDGET_BYTES: ' 8388608 ' }), {
     maxConnectionsPerAddress: 0,
-    ingestBodyBudgetBytes: 2_097_152,
+    ingestBodyBudgetBytes: 8_388_608,
   });
   assert.deepEqual(httpLimitsFrom({ FERRY_MAX_CONNECTIONS_PER_ADDRESS: '', FERRY_INGEST_BODY_BUDGET_BYTES: '' }), {});
   for (const [name, value] of [

@@ -5,6 +5,9 @@ import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { createHttpSender } from '../../src/destinations/webhooks/http-sender.js';
+import type { WebhookSender } from '../../src/destinations/webhooks/sender.js';
+import { systemClock } from '../../src/util/clock.js';
 import { startFerry, testConfig, webhooksDestination } from '../helpers/ferry.js';
 import { startReceiver } from '../helpers/receiver.js';
 
@@ -82,15 +85,36 @@ describe('TLS and network policy at the destination', () => {
       [webhooksDestination('slow', [slow.url]), webhooksDestination('fast', [fast.url])],
       { delivery: { timeoutMs: 30_000, leaseMs: 61_000, concurrency: 16, perDestinationConcurrency: perDestination, claimBatchSize: 4 } },
     );
-    const ferry = await startFerry(config);
+    // The real sender, with a count of the sends the worker starts per URL: the boundary is
+    // observed, not replaced.
+    const real = createHttpSender({ allowPrivateNetworks: true, allowedNetworks: [], connectionsPerOrigin: perDestination, clock: systemClock });
+    const started = new Map<string, number>();
+    const sender: WebhookSender = {
+      send: (request) => {
+        started.set(request.url, (started.get(request.url) ?? 0) + 1);
+        return real.send(request);
+      },
+      close: () => real.close(),
+    };
+    // Claim rounds by hand: after the last one, no send can start.
+    const ferry = await startFerry(config, { deliver: false, sender });
     closers.push(ferry.stop);
     const n = 60;
     const res = await ferry.send('/v1/batch', { batch: Array.from({ length: n }, (_, i) => ({ type: 'track', userId: `u${i}`, event: 'E' })) });
     assert.equal(res.status, 200);
-    await fast.waitFor(n);
+    const { worker } = ferry.ferry;
+    const deadline = Date.now() + 10_000;
+    while (fast.requests.length < n) {
+      assert.ok(Date.now() < deadline, `the healthy destination received ${fast.requests.length} of ${n} within 10 s`);
+      await worker.tick();
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    // A few more rounds, with the hanging endpoint's slots all held: none may start a send to it.
+    for (let i = 0; i < 3; i++) await worker.tick();
     assert.equal(fast.requests.length, n, 'the healthy destination received everything');
-    // The hanging endpoint was tried, with as many requests as it has slots and no more: each
+    // The hanging endpoint was tried with as many requests as it has slots and no more: each
     // holds its slot for the 30 s time limit, far longer than this test.
+    assert.equal(started.get(slow.url), perDestination, 'sends started to the hanging endpoint');
     await slow.waitFor(perDestination);
     assert.equal(slow.requests.length, perDestination);
   });

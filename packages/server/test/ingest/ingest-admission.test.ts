@@ -11,11 +11,14 @@ import { connect, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import { describe, test, type TestContext } from 'node:test';
 import pino from 'pino';
+import { keylessShare } from '../../src/ingest/body-budget.js';
+import { addressGroup } from '../../src/http/connections-per-address.js';
 import { bodyReservationBytes } from '../../src/ingest/ingest-admission.js';
 import { minBodyBudgetBytes } from '../../src/cli/settings.js';
 import type { FerryOptions } from '../../src/app.js';
 import { startFerry, testConfig, webhooksDestination, writeKey, type TestFerry } from '../helpers/ferry.js';
 import { basicAuth, within } from '../faults/support.js';
+import { until } from '../helpers/until.js';
 
 const sockets = new Set<Socket>();
 
@@ -80,16 +83,18 @@ describe('before the body is read', () => {
   });
 
   test('the bodies held at once stay within the budget: past it, 503 server_busy with Retry-After; room comes back when a request ends', async (t) => {
-    const ferry = await ferryFor(t, { http: { ingestBodyBudgetBytes: minBodyBudgetBytes } });
-    // Two bodies of 512,000 bytes, all but the last byte sent, reserve 1,024,000 of the 1,048,576.
+    const ferry = await ferryFor(t, { http: { ingestBodyBudgetBytes: 1_048_576 } });
+    const budget = ferry.ferry.ingestBodyBudget;
+    // Two bodies of 512,000 bytes with a valid key, all but the last byte sent, reserve 1,024,000 of the 1,048,576.
     const held = await Promise.all([openSocket(ferry), openSocket(ferry)]);
     const bodies = held.map((_, i) => paddedBatch(`held-${i}`, 512_000));
     const heldAnswers = held.map((s, i) => answerOf(s, `held request ${i}`, 10_000));
-    held.forEach((s, i) => s.write(head(512_000) + bodies[i]!.slice(0, -1)));
-    // The server has admitted both once it has read their bodies' bytes; a third big one is refused.
+    held.forEach((s, i) => s.write(head(512_000, { Authorization: basicAuth(writeKey) }) + bodies[i]!.slice(0, -1)));
+    await until(() => budget.heldBytes === 1_024_000, 'both held requests admitted');
+    // A third big one is refused.
     const third = await openSocket(ferry);
     const thirdAnswer = answerOf(third, 'the 503');
-    third.write(head(512_000));
+    third.write(head(512_000, { Authorization: basicAuth(writeKey) }));
     const refused = await thirdAnswer;
     assert.match(refused, /^HTTP\/1\.1 503 /);
     assert.match(refused, /\r\nretry-after: 1\r\n/i);
@@ -101,11 +106,61 @@ describe('before the body is read', () => {
     // One held request finishes: its reservation is given back, and a big request fits again.
     held[0]!.end(bodies[0]!.slice(-1));
     assert.match(await heldAnswers[0]!, /^HTTP\/1\.1 200 /);
-    const next = await ferry.send('/v1/batch', undefined, { raw: paddedBatch('after', 512_000), writeKey: null });
+    await until(() => budget.heldBytes === 512_000, 'the finished request released its reservation');
+    const next = await ferry.send('/v1/batch', undefined, { raw: paddedBatch('after', 512_000) });
     assert.equal(next.status, 200);
     held[1]!.destroy();
     await heldAnswers[1];
+    await until(() => budget.heldBytes === 0, 'the abandoned request released its reservation');
     assert.equal((await ferry.admin('GET', '/deliveries?messageId=held-1')).json.deliveries.length, 0, 'the abandoned body stored nothing');
+  });
+
+  test('requests without a key header hold at most a quarter of the budget: a request with a valid key still finds room', async (t) => {
+    const ferry = await ferryFor(t, { http: { ingestBodyBudgetBytes: 4 * 1_048_576 } });
+    const budget = ferry.ferry.ingestBodyBudget;
+    // Two keyless bodies of 512,000 bytes hold 1,024,000 of the keyless quarter, 1,048,576.
+    const held = await Promise.all([openSocket(ferry), openSocket(ferry)]);
+    const heldAnswers = held.map((s, i) => answerOf(s, `keyless request ${i}`, 10_000));
+    held.forEach((s, i) => s.write(head(512_000) + paddedBatch(`keyless-${i}`, 512_000).slice(0, -1)));
+    await until(() => budget.keylessHeldBytes === 1_024_000, 'both keyless requests admitted');
+    const third = await openSocket(ferry);
+    const thirdAnswer = answerOf(third, 'the keyless 503');
+    third.write(head(512_000));
+    const refused = await thirdAnswer;
+    assert.match(refused, /^HTTP\/1\.1 503 /);
+    assert.match(refused, /"code":"server_busy"/);
+    // The budget as a whole has room: a big request with its key in the header is served.
+    const keyed = await ferry.send('/v1/batch', undefined, { raw: paddedBatch('keyed', 512_000) });
+    assert.equal(keyed.status, 200);
+    for (const s of held) s.destroy();
+    await Promise.all(heldAnswers);
+  });
+
+  test('a request to no route is answered 404 on its head, and the connection closed with the body unread', async (t) => {
+    const ferry = await ferryFor(t);
+    for (const path of ['/v1/batch/', '/v1/Batch', '/anything', '/administrator']) {
+      const socket = await openSocket(ferry);
+      const answer = answerOf(socket, `the 404 of ${path}`);
+      // 512,000 bytes declared, none sent: only an answer that does not wait for the body can come.
+      socket.write(head(512_000).replace('/v1/batch ', `${path} `));
+      const text = await answer;
+      assert.match(text, /^HTTP\/1\.1 404 /, path);
+      assert.match(text, /\r\nconnection: close\r\n/i, path);
+      assert.match(text, /"code":"not_found"/, path);
+    }
+  });
+
+  test('an admin request with a wrong token, to a known path or not, is answered 401 on its head, and the connection closed', async (t) => {
+    const ferry = await ferryFor(t);
+    for (const path of ['/admin/v1/sources', '/admin/v1/no-such-thing']) {
+      const socket = await openSocket(ferry);
+      const answer = answerOf(socket, `the 401 of ${path}`);
+      socket.write(head(512_000, { Authorization: 'Bearer wrong-token' }).replace('/v1/batch ', `${path} `));
+      const text = await answer;
+      assert.match(text, /^HTTP\/1\.1 401 /, path);
+      assert.match(text, /\r\nconnection: close\r\n/i, path);
+      assert.match(text, /"code":"admin_unauthorized"/, path);
+    }
   });
 
   test('a reservation is the declared length capped at the raw limit, plus the decompressed copy of a gzip body', () => {
@@ -114,7 +169,7 @@ describe('before the body is read', () => {
     const rawLimit = 500 * 1024 + 1024;
     assert.equal(bodyReservationBytes({ 'content-length': '99999999' }), rawLimit);
     assert.equal(bodyReservationBytes({ 'transfer-encoding': 'chunked' }), rawLimit, 'no declared length: the most a body may be');
-    assert.ok(bodyReservationBytes({ 'content-encoding': 'x-gzip' }) <= minBodyBudgetBytes, 'the smallest budget holds the largest request');
+    assert.ok(bodyReservationBytes({ 'content-encoding': 'x-gzip' }) <= minBodyBudgetBytes * keylessShare, "the smallest budget's keyless quarter holds the largest request");
   });
 });
 
@@ -158,6 +213,25 @@ describe('attacks on the body framing', () => {
 });
 
 describe('connections per address', () => {
+  test('addresses are counted in groups: IPv4 alone (IPv4-mapped IPv6 as IPv4), IPv6 by its /64', () => {
+    const table: [string, string][] = [
+      ['203.0.113.7', '203.0.113.7'],
+      ['::ffff:203.0.113.7', '203.0.113.7'],
+      ['::FFFF:203.0.113.7', '203.0.113.7'],
+      ['2001:db8:1:2:aaaa:bbbb:cccc:dddd', '2001:db8:1:2::/64'],
+      ['2001:db8:1:2::1', '2001:db8:1:2::/64'],
+      ['2001:0db8:0001:0002:0000:0000:0000:ffff', '2001:db8:1:2::/64'],
+      ['2001:db8:1:3::1', '2001:db8:1:3::/64'],
+      ['2001:db8::1', '2001:db8::/64'],
+      ['::1', '::/64'],
+      ['fe80::1%eth0', 'fe80::/64'],
+      ['64:ff9b::198.51.100.1', '64:ff9b::/64'],
+      ['', ''],
+      ['not an address', 'not an address'],
+    ];
+    for (const [address, group] of table) assert.equal(addressGroup(address), group, address);
+  });
+
   test('connections over the per-address cap are closed at once; other addresses and freed slots are served', async (t) => {
     const ferry = await ferryFor(t, { http: { maxConnectionsPerAddress: 3 } });
     const port = Number(new URL(ferry.url).port);

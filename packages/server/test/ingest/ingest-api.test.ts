@@ -176,20 +176,26 @@ describe('ingestion API', () => {
     assert.ok(rejections.json.counts.some((c: any) => c.code === 'missing_identity' && c.count >= 1));
   });
 
-  test('numeric ids past 2^53 - 1 are rejected per message, so two users are never merged into one', async () => {
-    // Raw text: 9007199254740993 and 9007199254740992 are one number once parsed.
+  test('numeric ids that are not safe integers (past 2^53 - 1, fractions) are rejected per message, so two users are never merged into one', async () => {
+    // Raw text: 9007199254740993 and 9007199254740992 are one number once parsed; 1.50 and 1.5 would print alike.
     const raw = `{"batch":[
       {"type":"identify","userId":9007199254740993,"messageId":"big-1"},
       {"type":"identify","userId":9007199254740992,"messageId":"big-2"},
-      {"type":"identify","userId":9007199254740991,"messageId":"big-safe"}]}`;
+      {"type":"identify","userId":9007199254740991,"messageId":"big-safe"},
+      {"type":"identify","userId":1.50,"messageId":"fraction"},
+      {"type":"group","userId":"u","groupId":2.5e-1,"messageId":"exponent-fraction"},
+      {"type":"identify","userId":1e2,"messageId":"exponent-integer"}]}`;
     const res = await ferry.send('/v1/batch', undefined, { raw });
     assert.equal(res.status, 200);
     assert.deepEqual(res.json.rejected.map((r: any) => [r.index, r.code]), [
-      [0, 'unsafe_integer_id'],
-      [1, 'unsafe_integer_id'],
+      [0, 'unsafe_numeric_id'],
+      [1, 'unsafe_numeric_id'],
+      [3, 'unsafe_numeric_id'],
+      [4, 'unsafe_numeric_id'],
     ]);
     assert.equal((await bodyOf('big-safe')).userId, '9007199254740991');
-    assert.equal((await stored()).events, baseline.events + 1);
+    assert.equal((await bodyOf('exponent-integer')).userId, '100', 'an exponent that names an integer is that integer');
+    assert.equal((await stored()).events, baseline.events + 2);
   });
 
   test('a single-call path answers 400 for an invalid message and stores nothing', async () => {

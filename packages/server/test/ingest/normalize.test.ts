@@ -178,7 +178,7 @@ describe('normalizeMessage: numeric ids become strings', () => {
     ['I02 numeric anonymousId', { type: 'identify', anonymousId: 0 }, { anonymousId: '0' }],
     ['I03 numeric groupId', { type: 'group', userId: 1, groupId: 42 }, { userId: '1', groupId: '42' }],
     ['I04 numeric previousId', { type: 'alias', userId: 2, previousId: 1 }, { userId: '2', previousId: '1' }],
-    ['I05 negative and fractional ids', { type: 'identify', userId: -1.5 }, { userId: '-1.5' }],
+    ['I05 negative ids, and integers written with an exponent or a zero fraction', { type: 'identify', userId: -15, anonymousId: JSON.parse('1e2') }, { userId: '-15', anonymousId: '100' }],
     ['I06 the largest safe integers', { type: 'group', userId: 9007199254740991, groupId: -9007199254740991 }, { userId: '9007199254740991', groupId: '-9007199254740991' }],
   ];
   for (const [name, raw, expected] of cases) {
@@ -189,7 +189,7 @@ describe('normalizeMessage: numeric ids become strings', () => {
   }
 });
 
-describe('normalizeMessage: a numeric id JSON.parse may have rounded is rejected, not merged with another', () => {
+describe('normalizeMessage: a numeric id that is not a safe integer is rejected, not rounded or merged with another', () => {
   // Parsed from the wire: 9007199254740993 and 9007199254740992 both become 2^53.
   const [sent, neighbour] = JSON.parse('[9007199254740993, 9007199254740992]') as number[];
   assert.equal(sent, neighbour, 'the premise: JSON.parse made the two ids one number');
@@ -197,13 +197,18 @@ describe('normalizeMessage: a numeric id JSON.parse may have rounded is rejected
     ['U01 userId 2^53 + 1', { type: 'identify', userId: sent }, '`userId`'],
     ['U02 userId 2^53', { type: 'identify', userId: neighbour }, '`userId`'],
     ['U03 anonymousId below -(2^53 - 1)', { type: 'identify', anonymousId: -(2 ** 53) }, '`anonymousId`'],
-    ['U04 groupId 1e21', { type: 'group', userId: 'u1', groupId: 1e21 }, '`groupId`'],
+    ['U04 groupId 1e21', { type: 'group', userId: 'u1', groupId: JSON.parse('1e21') }, '`groupId`'],
     ['U05 previousId 2^64', { type: 'alias', userId: 'u1', previousId: 2 ** 64 }, '`previousId`'],
+    ['U06 userId 1.5', { type: 'identify', userId: JSON.parse('1.5') }, '`userId`'],
+    ['U07 userId -0.25', { type: 'identify', userId: JSON.parse('-0.25') }, '`userId`'],
+    ['U08 anonymousId 1.25e1, an exponent that leaves a fraction', { type: 'identify', anonymousId: JSON.parse('1.25e1') }, '`anonymousId`'],
+    ['U09 groupId 5e-1', { type: 'group', userId: 'u1', groupId: JSON.parse('5e-1') }, '`groupId`'],
+    ['U10 previousId 123.456', { type: 'alias', userId: 'u1', previousId: JSON.parse('123.456') }, '`previousId`'],
   ];
   for (const [name, raw, fragment] of cases) {
     test(name, () => {
       const result = rejected(raw);
-      assert.equal(result.code, 'unsafe_integer_id');
+      assert.equal(result.code, 'unsafe_numeric_id');
       assert.ok(result.message.includes(fragment), result.message);
     });
   }

@@ -54,7 +54,7 @@ describe('RepeatedErrorLog', () => {
     );
   });
 
-  test('R04 a different error is logged in full at once, after the count of the one before', () => {
+  test('R04 a different error is logged in full at once; each keeps its own count', () => {
     const { clock, lines, log } = setup();
     log.report(diskFull());
     log.report(diskFull());
@@ -62,9 +62,13 @@ describe('RepeatedErrorLog', () => {
     log.report(Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' }));
     assert.deepEqual(
       lines.map((l) => l.msg),
-      ['claim failed', 'claim failed; the same error repeated 1 time in the last 5 s', 'claim failed'],
+      ['claim failed', 'claim failed'],
     );
-    assert.equal(lines[2]!.err.code, 'SQLITE_BUSY');
+    assert.equal(lines[1]!.err.code, 'SQLITE_BUSY');
+    clock.advance(55_000);
+    log.report(diskFull());
+    assert.equal(lines[2]!.msg, 'claim failed; the same error repeated 2 times in the last 60 s');
+    assert.equal(lines[2]!.error, 'database or disk is full');
   });
 
   test('R05 an error with the same message and another code is another error', () => {
@@ -93,6 +97,56 @@ describe('RepeatedErrorLog', () => {
     log.report(diskFull());
     assert.equal(lines.length, 4);
     assert.ok(lines[3]!.err.stack);
+  });
+
+  test('R08 two errors alternating four times a second for a minute: one full line each, then one count line each', () => {
+    const { clock, lines, log } = setup();
+    const busy = () => Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+    for (let i = 0; i < 240; i++) {
+      log.report(i % 2 === 0 ? diskFull() : busy());
+      clock.advance(250);
+    }
+    assert.deepEqual(
+      lines.map((l) => l.err?.code),
+      ['SQLITE_FULL', 'SQLITE_BUSY'],
+    );
+    // Each a minute after its own first line.
+    log.report(diskFull());
+    clock.advance(250);
+    log.report(busy());
+    assert.deepEqual(
+      lines.slice(2).map((l) => [l.error, l.repeats]),
+      [
+        ['database or disk is full', 120],
+        ['database is locked', 120],
+      ],
+    );
+  });
+
+  test('R09 errors with one code and changing text (a path, a count) are one kind, logged in full once', () => {
+    const { clock, lines, log } = setup();
+    for (let i = 0; i < 100; i++) {
+      log.report(Object.assign(new Error(`could not write page ${i} of /data/ferry.db`), { code: 'SQLITE_IOERR' }));
+      clock.advance(100);
+    }
+    assert.equal(lines.length, 1);
+    assert.equal(lines[0]!.err.code, 'SQLITE_IOERR');
+  });
+
+  test('R10 an error without a code is told apart by its name and message', () => {
+    const { lines, log } = setup();
+    log.report(new Error('connection terminated'));
+    log.report(new Error('connection terminated'));
+    log.report(new TypeError('connection terminated'));
+    log.report(new Error('timeout exceeded'));
+    assert.deepEqual(
+      lines.map((l) => [l.err.type, l.err.message]),
+      [
+        ['Error', 'connection terminated'],
+        ['TypeError', 'connection terminated'],
+        ['Error', 'timeout exceeded'],
+      ],
+    );
   });
 
   test('R07 success without an error before it logs nothing', () => {
