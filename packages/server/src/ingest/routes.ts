@@ -7,21 +7,29 @@ import { ingestRequest, type IngestDeps } from './ingest-request.js';
 import { ProcessingGate } from './processing-gate.js';
 
 /**
- * Requests processed (parsed, normalised, committed) at once; the others wait with their body
- * in the budget. A 500 KB batch takes up to about 20 times its size on the heap while it is
- * processed (docs/operations.md), so this bounds that memory to some tens of MiB.
+ * Request-body bytes processed (parsed, normalised, committed) at once; the others wait with
+ * their body in the budget. A 500 KB batch takes up to about 20 times its size on the heap
+ * while it is processed (docs/operations.md), so 4 MiB bounds that memory to some tens of MiB
+ * (8 batches of the largest size at once), while a hundred batches of typical size (tens of
+ * KB) go through together and keep sharing the store's commits.
  */
-export const maxConcurrentIngestProcessing = 4;
+export const maxIngestProcessingBytes = 4 * 1024 * 1024;
+
+/** What a body weighs in the gate: a gzip body may unpack to the request limit, so it weighs that. */
+function processingWeight(body: Buffer | undefined, contentEncoding: string | undefined): number {
+  if (contentEncoding !== undefined && contentEncoding.trim() !== '' && contentEncoding.trim().toLowerCase() !== 'identity') return ingestLimits.maxRequestBytes;
+  return body?.length ?? 0;
+}
 
 /**
  * The Segment-compatible tracking API: `/v1/batch` (and its legacy name `/v1/import`) and one
  * path per call type. Bodies are taken as raw bytes whatever their declared type, so that the
  * pipeline can answer gzip and bad JSON with its own stable codes. Before a body is read, each
  * request passes {@link ingestAdmission}: a stranger's key is refused, and the bodies held at
- * once stay within `budget`. At most {@link maxConcurrentIngestProcessing} bodies are processed at once.
+ * once stay within `budget`. At most {@link maxIngestProcessingBytes} of bodies are processed at once.
  */
 export async function ingestRoutes(app: FastifyInstance, deps: IngestDeps, budget: BodyBudget): Promise<void> {
-  const gate = new ProcessingGate(maxConcurrentIngestProcessing);
+  const gate = new ProcessingGate(maxIngestProcessingBytes);
   app.removeAllContentTypeParsers();
   // Raw bytes on the wire may be gzip; the decompressed limit is enforced by the pipeline.
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: ingestLimits.maxRawRequestBytes }, (_req, body, done) => done(null, body));
@@ -39,11 +47,12 @@ export async function ingestRoutes(app: FastifyInstance, deps: IngestDeps, budge
   ];
   for (const [url, route] of routes) {
     app.post(url, async (request, reply) => {
-      const answer = await gate.run(() =>
+      const rawBody = request.body as Buffer | undefined;
+      const answer = await gate.run(processingWeight(rawBody, request.headers['content-encoding']), () =>
         ingestRequest(
           {
             route,
-            rawBody: request.body as Buffer | undefined,
+            rawBody,
             headers: {
               'content-encoding': request.headers['content-encoding'],
               authorization: request.headers.authorization,

@@ -9,29 +9,48 @@ function heldTask(started: number[], id: number) {
   return { run: async () => (started.push(id), done), finish: () => finish() };
 }
 
-test('at most `limit` tasks run at once; the others start in arrival order as slots free', async () => {
-  const gate = new ProcessingGate(2);
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+test('tasks run while their bytes fit the limit together; the others start in arrival order as bytes are given back', async () => {
+  const gate = new ProcessingGate(100);
   const started: number[] = [];
-  const tasks = [0, 1, 2, 3, 4].map((id) => heldTask(started, id));
-  const results = tasks.map((task) => gate.run(task.run));
-  await new Promise((resolve) => setImmediate(resolve));
+  const weights = [40, 40, 40, 10, 10];
+  const tasks = weights.map((_, id) => heldTask(started, id));
+  const results = tasks.map((task, id) => gate.run(weights[id]!, task.run));
+  await turn();
+  // 40 + 40 fit; the third (40) does not, and the light ones behind it wait their turn.
   assert.deepEqual(started, [0, 1]);
+  assert.equal(gate.runningBytes, 80);
   tasks[1]!.finish();
   await results[1];
-  await new Promise((resolve) => setImmediate(resolve));
-  assert.deepEqual(started, [0, 1, 2]);
-  tasks[0]!.finish();
-  tasks[2]!.finish();
-  await Promise.all([results[0], results[2]]);
-  await new Promise((resolve) => setImmediate(resolve));
+  await turn();
+  // 40 + 40 + 10 + 10 = 100: the third and both light ones fit now.
   assert.deepEqual(started, [0, 1, 2, 3, 4]);
-  tasks[3]!.finish();
-  tasks[4]!.finish();
+  assert.equal(gate.runningBytes, 100);
+  for (const t of [0, 2, 3, 4]) tasks[t]!.finish();
+  await Promise.all(results);
+  assert.equal(gate.runningBytes, 0);
+});
+
+test('a task heavier than the limit runs alone, and nothing starts beside it', async () => {
+  const gate = new ProcessingGate(100);
+  const started: number[] = [];
+  const heavy = heldTask(started, 0);
+  const light = heldTask(started, 1);
+  const results = [gate.run(500, heavy.run), gate.run(1, light.run)];
+  await turn();
+  assert.deepEqual(started, [0]);
+  heavy.finish();
+  await results[0];
+  await turn();
+  assert.deepEqual(started, [0, 1]);
+  light.finish();
   await Promise.all(results);
 });
 
-test('a task that fails frees its slot and its error reaches the caller', async () => {
-  const gate = new ProcessingGate(1);
-  await assert.rejects(gate.run(async () => Promise.reject(new Error('boom'))), /boom/);
-  assert.equal(await gate.run(async () => 'next'), 'next');
+test('a task that fails gives its bytes back and its error reaches the caller', async () => {
+  const gate = new ProcessingGate(10);
+  await assert.rejects(gate.run(10, async () => Promise.reject(new Error('boom'))), /boom/);
+  assert.equal(gate.runningBytes, 0);
+  assert.equal(await gate.run(10, async () => 'next'), 'next');
 });
