@@ -25,6 +25,18 @@ const afterTimeout: Record<AttemptOutcome['status'], string> = {
 
 /** Lifecycle events of deliveries, named `noun:verb`. */
 export interface DeliveryEvents {
+  /** One exchange of an attempt (for Webhooks, one URL), once its outcome is recorded. */
+  'delivery:attempted': [
+    {
+      id: number;
+      destinationId: string;
+      url: string;
+      statusCode: number | null;
+      errorClass: string | null;
+      latencyMs: number;
+      outcome: AttemptOutcome['status'];
+    },
+  ];
   'delivery:succeeded': [{ id: number; destinationId: string; attempts: number }];
   'delivery:retrying': [{ id: number; destinationId: string; nextAttemptAtMs: number; lastError: string }];
   'delivery:dead': [{ id: number; destinationId: string; reason: string; lastError: string }];
@@ -199,6 +211,10 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       return;
     }
     const base = { id: job.id, destinationId: destination.id };
+    // Per exchange, many thousand times a second: no event objects unless someone listens.
+    if (this.listenerCount('delivery:attempted') > 0)
+      for (const a of attempts)
+        this.emit('delivery:attempted', { ...base, url: a.url, statusCode: a.statusCode, errorClass: a.errorClass, latencyMs: a.latencyMs, outcome: outcome.status });
     if (outcome.status === 'succeeded') {
       // The common case, many thousand times a second: no event object unless someone listens.
       if (this.listenerCount('delivery:succeeded') > 0) this.emit('delivery:succeeded', { ...base, attempts: job.attemptCount + 1 });

@@ -37,6 +37,7 @@ export interface FerryEvents {
   /** A stop finished: every step of it ran, the closing of the listener, the sender and the store included, failed or not (`lifecycle/`). */
   'lifecycle:stopped': Record<string, never>;
   /** The worker's own events (`delivery/worker.ts`), forwarded as they are by the composition root. */
+  'delivery:attempted': DeliveryEvents['delivery:attempted'][0];
   'delivery:succeeded': DeliveryEvents['delivery:succeeded'][0];
   'delivery:retrying': DeliveryEvents['delivery:retrying'][0];
   'delivery:dead': DeliveryEvents['delivery:dead'][0];

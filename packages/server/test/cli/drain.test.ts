@@ -16,6 +16,7 @@ import { test } from 'node:test';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import { cleanups } from '../helpers/cleanups.js';
 import { spawnFerry } from '../helpers/spawn-ferry.js';
+import { within } from '../helpers/within.js';
 
 const writeKey = 'drain-test-write-key';
 
@@ -72,7 +73,7 @@ test('SIGTERM drains: readiness 503 at once, new requests 503 with Connection: c
     });
   });
   receiver.listen(0, '127.0.0.1');
-  await once(receiver, 'listening');
+  await within(10_000, 'the receiver to listen', once(receiver, 'listening'));
   after(() => new Promise<void>((resolve) => (receiver.closeAllConnections(), receiver.close(() => resolve()))));
   const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
 
@@ -109,7 +110,7 @@ test('SIGTERM drains: readiness 503 at once, new requests 503 with Connection: c
     body: JSON.stringify({ userId: 'u1', event: 'Held', messageId: 'held-1' }),
   });
   assert.equal(track.status, 200);
-  await firstArrival;
+  await within(10_000, 'the held attempt to reach the receiver', firstArrival);
 
   ferry.child.kill('SIGTERM');
   await ferry.waitForOutput(/SIGTERM: draining/);
@@ -121,7 +122,7 @@ test('SIGTERM drains: readiness 503 at once, new requests 503 with Connection: c
   assert.match(late.head, /^HTTP\/1\.1 503/);
   assert.match(late.head, /\r\nconnection: close/i);
   assert.equal(JSON.parse(late.body).errors[0].code, 'shutting_down');
-  await early.closed;
+  await within(10_000, 'the keep-alive socket to be closed', early.closed);
 
   const ready = await fetch(`${base}/health/ready`);
   assert.equal(ready.status, 503);
@@ -132,7 +133,7 @@ test('SIGTERM drains: readiness 503 at once, new requests 503 with Connection: c
 
   // The attempt in flight finishes; then the process stops by itself.
   for (const res of held) res.writeHead(200).end('ok');
-  assert.deepEqual(await ferry.exited, { code: 0, signal: null });
+  assert.deepEqual(await within(15_000, 'ferry serve to exit after the drain', ferry.exited), { code: 0, signal: null });
 
   const store = new SqliteStore({ path: join(dataDir, 'ferry.db') });
   after(() => store.close());

@@ -134,14 +134,14 @@ for (const backend of backends) {
         ],
       });
       assert.deepEqual(batch.json.rejected.map((r: { code: string }) => r.code), ['invalid_timestamp']);
-      await ferry.ferry.worker.runUntilIdle();
+      await ferry.idle();
       // A second attempt of the failing ones: PostgreSQL keeps a first attempt in the delivery's row, later ones in `attempts`.
       clock.advance(3_600_000);
-      await ferry.ferry.worker.runUntilIdle();
+      await ferry.idle();
       // An audience the user is a member of, synced to a destination.
       const audience = await ferry.admin('POST', '/audiences', { id: 'pro', name: 'Pro', destinationIds: ['hooks'], rule: { type: 'trait', trait: 'plan', equals: 'pro' } });
       assert.equal(audience.status, 201, JSON.stringify(audience.json));
-      await ferry.ferry.worker.runUntilIdle();
+      await ferry.idle();
       const audienceSent = receiver.requests.find((r) => r.json.type === 'identify' && r.json.traits?.pro === true);
       assert.equal(audienceSent?.json.userId, userId);
 
@@ -153,7 +153,7 @@ for (const backend of backends) {
 
       const requested = await ferry.admin('POST', '/regulations', { userIds: [userId] });
       assert.equal(requested.status, 202);
-      await ferry.ferry.regulations.idle();
+      await ferry.deletionsDone();
       // The WAL is truncated at the next turn: the first truncation of this store is due at once.
       await turn();
       const done = (await ferry.admin('GET', `/regulations/${requested.json.id}`)).json;
@@ -180,12 +180,12 @@ for (const backend of backends) {
 
       // The failing destination's notice is retried, its attempt (echoing its body) logged with
       // it; the other is deleted once delivered.
-      await ferry.ferry.worker.runUntilIdle();
+      await ferry.idle();
       const retried = (await search(ferry)).map((h) => `${h.table} ${h.row['destination_id'] ?? ''}`).sort();
       assert.deepEqual(retried, backend.name === 'sqlite' ? ['attempts ', 'deliveries failing'] : ['deliveries failing']);
       failing = false;
       clock.advance(3_600_000);
-      await ferry.ferry.worker.runUntilIdle();
+      await ferry.idle();
       // The truncation after a delivered notice: the interval since the last one has passed, so it is due at once.
       await turn();
       const notices = receiver.requests.filter((r) => r.json.type === 'delete');

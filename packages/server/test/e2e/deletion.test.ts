@@ -40,14 +40,14 @@ describe('deletion requests (regulations)', () => {
       ],
     });
     // A failed first attempt leaves the deliveries pending, as they would be in a backlog.
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     const before = (await ferry.admin('GET', '/stats')).json;
     assert.equal(before.events, 3);
 
     const res = await ferry.admin('POST', '/regulations', { userIds: ['gone'] });
     assert.equal(res.status, 202);
     assert.match(res.json.id, /^reg_/);
-    await ferry.ferry.regulations.idle();
+    await ferry.deletionsDone();
 
     const status = await ferry.admin('GET', `/regulations/${res.json.id}`);
     assert.equal(status.json.status, 'done');
@@ -61,7 +61,7 @@ describe('deletion requests (regulations)', () => {
 
     receiver.reply({ status: 200 });
     receiver.requests.length = 0;
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     const deletes = receiver.requests.filter((r) => r.json.type === 'delete');
     assert.equal(deletes.length, 1);
     assert.equal(deletes[0]!.body.toString(), '{"type":"delete","userId":"gone","timestamp":"2026-05-05T05:05:05.555Z"}');
@@ -74,7 +74,7 @@ describe('deletion requests (regulations)', () => {
     await ferry.send('/v1/track', { userId: 'split', event: 'A', messageId: 's-other' }, { writeKey: 'other-write-key' });
     const res = await ferry.admin('POST', '/regulations', { userIds: ['split'], sourceIds: ['other'] });
     assert.equal(res.status, 202);
-    await ferry.ferry.regulations.idle();
+    await ferry.deletionsDone();
     assert.equal((await ferry.admin('GET', `/regulations/${res.json.id}`)).json.eventsDeleted, 1);
     assert.equal((await ferry.admin('GET', '/deliveries?messageId=s-app')).json.deliveries.length, 1);
     assert.equal((await ferry.admin('GET', '/deliveries?messageId=s-other')).json.deliveries.length, 0);
@@ -128,9 +128,9 @@ for (const backend of backends) {
     async function noticesOf(request: { userIds: string[]; sourceIds?: string[] }): Promise<string[]> {
       const res = await ferry.admin('POST', '/regulations', request);
       assert.equal(res.status, 202);
-      await ferry.ferry.regulations.idle();
+      await ferry.deletionsDone();
       const before = receiver.requests.length;
-      await ferry.ferry.worker.runUntilIdle();
+      await ferry.idle();
       const got = receiver.requests.slice(before);
       assert.ok(got.every((r) => r.json.type === 'delete'));
       return got.map((r) => `${r.path} ${r.json.userId}`).sort();
@@ -138,7 +138,7 @@ for (const backend of backends) {
 
     test('without sourceIds, only the destinations of the sources that held the user\'s events are told', async () => {
       await ferry.send('/v1/track', { userId: 'in-app', event: 'A' });
-      await ferry.ferry.worker.runUntilIdle();
+      await ferry.idle();
       assert.deepEqual(await noticesOf({ userIds: ['in-app'] }), ['/app in-app'], 'the other source never saw the user');
     });
 
@@ -148,7 +148,7 @@ for (const backend of backends) {
 
     test('a source the request names is told even if it held nothing of the user', async () => {
       await ferry.send('/v1/track', { userId: 'named', event: 'A' });
-      await ferry.ferry.worker.runUntilIdle();
+      await ferry.idle();
       assert.deepEqual(await noticesOf({ userIds: ['named'], sourceIds: ['app', 'other'] }), ['/app named', '/other named']);
       assert.deepEqual(await noticesOf({ userIds: ['never-seen'], sourceIds: ['other'] }), ['/other never-seen']);
     });
@@ -156,7 +156,7 @@ for (const backend of backends) {
     test('a source that held only the user\'s anonymous events before login is told too', async () => {
       await ferry.send('/v1/track', { anonymousId: 'anon-7', event: 'Viewed' }, { writeKey: 'other-write-key' });
       await ferry.send('/v1/identify', { userId: 'logged-in', anonymousId: 'anon-7' });
-      await ferry.ferry.worker.runUntilIdle();
+      await ferry.idle();
       assert.deepEqual(await noticesOf({ userIds: ['logged-in'] }), ['/app logged-in', '/other logged-in']);
     });
   });

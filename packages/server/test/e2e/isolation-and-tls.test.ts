@@ -10,6 +10,7 @@ import type { WebhookSender } from '../../src/destinations/http/sender.js';
 import { systemClock } from '../../src/util/clock.js';
 import { startFerry, testConfig, webhooksDestination } from '../helpers/ferry.js';
 import { startReceiver } from '../helpers/receiver.js';
+import { within } from '../helpers/within.js';
 
 const fixture = (name: string) => readFileSync(fileURLToPath(new URL(`../fixtures/tls/${name}`, import.meta.url)));
 
@@ -20,7 +21,7 @@ async function httpsReceiver(cert: string, key: string) {
     res.writeHead(200).end();
   });
   server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
+  await within(10_000, 'the TLS receiver to listen', once(server, 'listening'));
   return {
     url: `https://localhost:${(server.address() as AddressInfo).port}/hook`,
     get requests() {
@@ -42,7 +43,7 @@ describe('TLS and network policy at the destination', () => {
     const ferry = await startFerry(testConfig([webhooksDestination('tls', [receiver.url])]), { deliver: false });
     closers.push(ferry.stop);
     await ferry.send('/v1/track', { userId: 'u', event: 'E' });
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     assert.equal(receiver.requests, 0);
     const [dead] = (await ferry.admin('GET', '/dead-letters')).json.deliveries;
     assert.equal(dead.deadReason, 'non_retryable_response');
@@ -56,7 +57,7 @@ describe('TLS and network policy at the destination', () => {
     const ferry = await startFerry(testConfig([webhooksDestination('tls', [receiver.url])]), { deliver: false, ca: fixture('ca.crt') });
     closers.push(ferry.stop);
     await ferry.send('/v1/track', { userId: 'u', event: 'E' });
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     assert.equal(receiver.requests, 1);
     assert.equal((await ferry.admin('GET', '/deliveries?status=succeeded')).json.deliveries.length, 1);
   });
@@ -69,7 +70,7 @@ describe('TLS and network policy at the destination', () => {
     const ferry = await startFerry(config, { deliver: false });
     closers.push(ferry.stop);
     await ferry.send('/v1/track', { userId: 'u', event: 'E' });
-    await ferry.ferry.worker.runUntilIdle();
+    await ferry.idle();
     assert.equal(receiver.requests.length, 0);
     const [dead] = (await ferry.admin('GET', '/dead-letters')).json.deliveries;
     const detail = await ferry.admin('GET', `/deliveries/${dead.id}`);

@@ -28,6 +28,7 @@ test('a known workload emits ingest, delivery, regulation and lifecycle events',
     'ingest:accepted',
     'ingest:rejected',
     'ingest:refused',
+    'delivery:attempted',
     'delivery:succeeded',
     'regulation:done',
     'lifecycle:draining',
@@ -56,6 +57,15 @@ test('a known workload emits ingest, delivery, regulation and lifecycle events',
       ['hooks', 1],
     ],
   );
+  // One exchange per delivery (one URL), each recorded before its event.
+  assert.deepEqual(
+    of('delivery:attempted').map((e) => [e.destinationId, e.url, e.statusCode, e.errorClass, e.outcome]),
+    [
+      ['hooks', receiver.url, 200, null, 'succeeded'],
+      ['hooks', receiver.url, 200, null, 'succeeded'],
+    ],
+  );
+  assert.ok(of('delivery:attempted').every((e) => e.latencyMs >= 0));
 
   assert.equal((await ferry.send('/v1/batch', { batch: [batch.batch[0]] })).status, 200);
   assert.deepEqual(of('ingest:accepted')[1], { sourceId: 'app', count: 0, duplicates: 1 });
@@ -81,16 +91,18 @@ test('a known workload emits ingest, delivery, regulation and lifecycle events',
   assert.deepEqual([rejectedLine?.level, rejectedLine?.sourceId, rejectedLine?.rejected], [30, 'app', 1]);
 });
 
-test("the worker builds delivery:succeeded only while the bus has a listener for it", async (t) => {
+test('the worker builds delivery:succeeded and delivery:attempted only while the bus has a listener for them', async (t) => {
   const ferry = await startFerry(testConfig([]), { deliver: false });
   t.after(() => ferry.stop());
   const { worker, events } = ferry.ferry;
-  assert.equal(worker.listenerCount('delivery:succeeded'), 0);
-  const listener = () => {};
-  events.on('delivery:succeeded', listener);
-  assert.equal(worker.listenerCount('delivery:succeeded'), 1);
-  events.off('delivery:succeeded', listener);
-  assert.equal(worker.listenerCount('delivery:succeeded'), 0);
+  for (const name of ['delivery:succeeded', 'delivery:attempted'] as const) {
+    assert.equal(worker.listenerCount(name), 0);
+    const listener = () => {};
+    events.on(name, listener);
+    assert.equal(worker.listenerCount(name), 1);
+    events.off(name, listener);
+    assert.equal(worker.listenerCount(name), 0);
+  }
 });
 
 test('a listener that throws is logged, and the request that emitted is answered as usual', async (t) => {

@@ -39,7 +39,7 @@ async function abusedFerry(t: TestContext, http: Partial<HttpServerSettings> = l
     sockets.add(socket);
     socket.on('error', () => {}); // a reset by the server is an expected outcome here
     socket.on('close', () => sockets.delete(socket));
-    await once(socket, 'connect');
+    await within(10_000, 'a connection to the server', once(socket, 'connect'));
     return socket;
   }
 
@@ -204,7 +204,7 @@ async function servedFerry(t: TestContext) {
   const proc = spawnFerry(['serve', '--config', config, '--data', join(dir, 'data'), '--port', '0', '--host', '127.0.0.1'], { FERRY_ADMIN_TOKEN: adminToken });
   t.after(async () => {
     proc.child.kill('SIGKILL');
-    await proc.exited;
+    await within(10_000, 'the killed server to exit', proc.exited);
     rmSync(dir, { recursive: true, force: true });
   });
   const [, base] = await within(30_000, 'ferry start', proc.waitForOutput(/listening on (http:\/\/\S+)/));
@@ -260,7 +260,7 @@ test(`${attackersPerKind * 4} connections holding most of a 500 KB body (unknown
     let received = '';
     socket.on('data', (c: Buffer) => (received ||= c.toString('latin1')));
     closes[kind].push(new Promise((resolve) => socket.on('close', () => resolve(received.split('\r\n')[0] || '(no answer)'))));
-    await once(socket, 'connect');
+    await within(10_000, "an attacker's connection", once(socket, 'connect'));
     socket.write(heads[kind]);
     socket.write(body);
   };

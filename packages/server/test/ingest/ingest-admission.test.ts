@@ -38,7 +38,7 @@ async function openSocket(ferry: TestFerry, localAddress = '127.0.0.1'): Promise
   sockets.add(socket);
   socket.on('error', () => {}); // a reset by the server is an outcome these tests judge by other means
   socket.on('close', () => sockets.delete(socket));
-  await once(socket, 'connect');
+  await within(10_000, 'a connection to the server', once(socket, 'connect'));
   return socket;
 }
 
