@@ -50,17 +50,17 @@ const claims = {
   'postgres-stopped.test.ts': {
     fault: 'PostgreSQL stopped',
     proves:
-      'A PostgreSQL server of the test\'s own (never the shared one) is stopped under a running Ferry and started again. While it is down, ingestion answers 503 `store_unavailable`, never 200, and the process stays up; once it is back, ingestion resumes without restarting Ferry and every event acknowledged before and after is delivered, none of the refused ones.',
+      "A PostgreSQL server of the test's own (never the shared one) is stopped under a running Ferry and started again. While it is down, ingestion answers 503 `store_unavailable`, never 200, and the process stays up; once it is back, ingestion resumes without restarting Ferry and every event acknowledged before and after is delivered, none of the refused ones.",
   },
   'ingest-fuzz.test.ts': {
     fault: 'Hostile ingestion requests (property-based)',
     proves:
-      'fast-check generates requests of hostile shapes (garbage bytes, wrong types at every known field, numeric ids past 2^53 or with a fraction, missing identities and fields, bad messageIds and timestamps, deep nesting, oversize messages and bodies, gzip and bogus encodings, bad Authorization headers, any Content-Type, batches mixing good and bad messages, retried sends), sent serially over HTTP. Each part is generated with the outcome it must cause (each message valid for its type with at most one thing broken), and the answer is compared with that, never with the server\'s own verdicts: the status and code of a refused request, exactly which messages of an accepted batch are rejected and with which code. Besides: never a 5xx, a 4xx stores nothing, a 200 stores exactly the accepted new messages (nothing half-stored), every rejection is counted, and the server still answers /health at the end.',
+      "fast-check generates requests of hostile shapes (garbage bytes, wrong types at every known field, numeric ids past 2^53 or with a fraction, missing identities and fields, bad messageIds and timestamps, deep nesting, oversize messages and bodies, gzip and bogus encodings, bad Authorization headers, any Content-Type, batches mixing good and bad messages, retried sends), sent serially over HTTP. Each part is generated with the outcome it must cause (each message valid for its type with at most one thing broken), and the answer is compared with that, never with the server's own verdicts: the status and code of a refused request, exactly which messages of an accepted batch are rejected and with which code. Besides: never a 5xx, a 4xx stores nothing, a 200 stores exactly the accepted new messages (nothing half-stored), every rejection is counted, and the server still answers /health at the end.",
   },
   'abusive-clients.test.ts': {
     fault: 'Slow and abusive clients',
     proves:
-      'Each test on a server of its own. Oversized headers are refused with 431; with 200 idle connections, slow-header and slow-body sockets open, every request of a normal client still succeeds (its slowest round trip is reported); with its limits shortened for the test, the server closes every idle connection, slow-header and slow-body socket by itself, each with a 408, and a body that never finished stores nothing. Against a real `ferry serve`, 4,800 connections from six loopback addresses each send all but the last byte of a 512,000-byte body, a quarter each with an unknown write key, with none, to a path no route matches (`/v1/batch/`) and to the admin API with a wrong token: every stranger is answered 401, every unmatched path 404 and every wrong admin token 401, on the head alone; keyless bodies past their quarter of the 64 MiB body budget get 503; the server\'s resident memory stays under a stated ceiling (the peak is reported), and a normal client\'s 100 KB batches are served throughout. Then 128 complete batches of about 500 KB, sent at once with a valid key, are all stored, and the growth of the resident memory stays under a stated ceiling.',
+      "Each test on a server of its own. Oversized headers are refused with 431; with 200 idle connections, slow-header and slow-body sockets open, every request of a normal client still succeeds (its slowest round trip is reported); with its limits shortened for the test, the server closes every idle connection, slow-header and slow-body socket by itself, each with a 408, and a body that never finished stores nothing. Against a real `ferry serve`, 4,800 connections from six loopback addresses each send all but the last byte of a 512,000-byte body, a quarter each with an unknown write key, with none, to a path no route matches (`/v1/batch/`) and to the admin API with a wrong token: every stranger is answered 401, every unmatched path 404 and every wrong admin token 401, on the head alone; keyless bodies past their quarter of the 64 MiB body budget get 503; the server's resident memory stays under a stated ceiling (the peak is reported), and a normal client's 100 KB batches are served throughout. Then 128 complete batches of about 500 KB, sent at once with a valid key, are all stored, and the growth of the resident memory stays under a stated ceiling.",
   },
 };
 
@@ -152,9 +152,7 @@ if (existsSync(readme)) {
   const start = text.indexOf('<!-- reliability:start -->');
   const end = text.indexOf('<!-- reliability:end -->');
   const updated =
-    start !== -1 && end > start
-      ? text.slice(0, start) + section + text.slice(end + '<!-- reliability:end -->'.length)
-      : `${text.trimEnd()}\n\n${section}\n`;
+    start !== -1 && end > start ? text.slice(0, start) + section + text.slice(end + '<!-- reliability:end -->'.length) : `${text.trimEnd()}\n\n${section}\n`;
   writeFileSync(readme, updated);
   target = readme;
 } else {

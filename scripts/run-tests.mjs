@@ -44,17 +44,9 @@ if (filters.length === 0) {
   }
 }
 
-const child = spawn(
-  process.execPath,
-  [
-    '--conditions=ferry-source',
-    '--import',
-    'tsx',
-    '--test',
-    '--test-concurrency=2',
-    '--test-timeout=120000',
-    ...files,
-  ],
-  { cwd: root, stdio: 'inherit', env: { ...process.env, FERRY_LOG_LEVEL: process.env.FERRY_LOG_LEVEL ?? 'silent' } },
-);
+const child = spawn(process.execPath, ['--conditions=ferry-source', '--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=120000', ...files], {
+  cwd: root,
+  stdio: 'inherit',
+  env: { ...process.env, FERRY_LOG_LEVEL: process.env.FERRY_LOG_LEVEL ?? 'silent' },
+});
 child.on('exit', (code, signal) => process.exit(signal ? 1 : (code ?? 1)));

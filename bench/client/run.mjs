@@ -105,19 +105,22 @@ sink.child.kill();
 const summary = {};
 for (const name of runners) {
   const ok = results[name].filter((r) => !r.failed);
-  summary[name] = ok.length === 0 ? null : {
-    enqueuePerSec: median(ok.map((r) => r.enqueuePerSec)),
-    e2ePerSec: median(ok.map((r) => r.e2ePerSec)),
-    peakRssMB: median(ok.map((r) => r.peakRssMB)),
-    exactlyOnce: ok.every((r) => r.complete && r.duplicates === 0 && r.unique === calls),
-    duplicates: ok.reduce((n, r) => n + r.duplicates, 0),
-    requestsPerRun: median(ok.map((r) => r.requests)),
-    // From the first call until the sink saw the last message; the runner's includes enqueueing.
-    clientCpuUsPerRequest: median(ok.map((r) => r.clientCpuUsPerRequest)),
-    sinkCpuUsPerRequest: median(ok.map((r) => r.sinkCpuUsPerRequest)),
-    largestBatch: Math.max(...ok.map((r) => r.largestBatch)),
-    runs: ok.length,
-  };
+  summary[name] =
+    ok.length === 0
+      ? null
+      : {
+          enqueuePerSec: median(ok.map((r) => r.enqueuePerSec)),
+          e2ePerSec: median(ok.map((r) => r.e2ePerSec)),
+          peakRssMB: median(ok.map((r) => r.peakRssMB)),
+          exactlyOnce: ok.every((r) => r.complete && r.duplicates === 0 && r.unique === calls),
+          duplicates: ok.reduce((n, r) => n + r.duplicates, 0),
+          requestsPerRun: median(ok.map((r) => r.requests)),
+          // From the first call until the sink saw the last message; the runner's includes enqueueing.
+          clientCpuUsPerRequest: median(ok.map((r) => r.clientCpuUsPerRequest)),
+          sinkCpuUsPerRequest: median(ok.map((r) => r.sinkCpuUsPerRequest)),
+          largestBatch: Math.max(...ok.map((r) => r.largestBatch)),
+          runs: ok.length,
+        };
 }
 
 const f = summary.ferry;
@@ -148,7 +151,9 @@ for (const name of runners) {
     continue;
   }
   const once = m.exactlyOnce ? 'yes' : `no (${m.duplicates} duplicates)`;
-  console.log(`| ${name} | ${fmt(m.enqueuePerSec)} | ${fmt(m.e2ePerSec)} | ${fmt(m.peakRssMB)} | ${fmt(m.requestsPerRun)} | ${fmt(m.largestBatch)} | ${fmt(m.clientCpuUsPerRequest)}, ${fmt(m.sinkCpuUsPerRequest)} | ${once} |`);
+  console.log(
+    `| ${name} | ${fmt(m.enqueuePerSec)} | ${fmt(m.e2ePerSec)} | ${fmt(m.peakRssMB)} | ${fmt(m.requestsPerRun)} | ${fmt(m.largestBatch)} | ${fmt(m.clientCpuUsPerRequest)}, ${fmt(m.sinkCpuUsPerRequest)} | ${once} |`,
+  );
 }
 console.log('\n| ratio | value | goal |');
 console.log('|---|---:|---|');
@@ -158,7 +163,18 @@ console.log(`| ferry / segment, peak RSS | ${fmt(ratios.rssVsSegment, 3)}x | <= 
 console.log(`| ferry / segment, enqueue | ${fmt(ratios.enqueueVsSegment, 1)}x | - |`);
 
 mkdirSync(`${here}results`, { recursive: true });
-const out = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, loadavg: os.loadavg(), calls, rounds, summary, ratios, goals, runs: results };
+const out = {
+  date: new Date().toISOString(),
+  node: process.version,
+  cpus: os.cpus().length,
+  loadavg: os.loadavg(),
+  calls,
+  rounds,
+  summary,
+  ratios,
+  goals,
+  runs: results,
+};
 // A quick or resized run never overwrites the full run's record.
 const file = quick || calls !== 100_000 ? 'quick.json' : 'latest.json';
 writeFileSync(`${here}results/${file}`, `${JSON.stringify(out, null, 2)}\n`);

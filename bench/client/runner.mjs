@@ -12,11 +12,13 @@ const controlAgent = new http.Agent({ keepAlive: false });
 
 function get(path) {
   return new Promise((resolve, reject) => {
-    http.get(`${sinkUrl}${path}`, { agent: controlAgent }, (res) => {
-      let text = '';
-      res.on('data', (c) => (text += c));
-      res.on('end', () => resolve(JSON.parse(text)));
-    }).on('error', reject);
+    http
+      .get(`${sinkUrl}${path}`, { agent: controlAgent }, (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve(JSON.parse(text)));
+      })
+      .on('error', reject);
   });
 }
 
@@ -43,7 +45,13 @@ function featurelessClient(endpoint) {
   };
   return {
     track(m) {
-      batch.push({ ...m, type: 'track', messageId: randomUUID(), timestamp: new Date().toISOString(), context: { library: { name: 'featureless', version: '0' } } });
+      batch.push({
+        ...m,
+        type: 'track',
+        messageId: randomUUID(),
+        timestamp: new Date().toISOString(),
+        context: { library: { name: 'featureless', version: '0' } },
+      });
       if (batch.length === 20) {
         post(batch);
         batch = [];

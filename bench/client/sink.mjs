@@ -84,10 +84,14 @@ function onRequest(method, target, head, body, reply) {
   if (method === 'GET' && url.pathname === '/wait') {
     const n = Number(url.searchParams.get('n'));
     const timeoutMs = Number(url.searchParams.get('timeoutMs') ?? 60_000);
-    const w = { n, reply, timer: setTimeout(() => {
-      waiters = waiters.filter((x) => x !== w);
-      reply(response(200, { ...stats(), at: performance.timeOrigin + performance.now(), timedOut: true }));
-    }, timeoutMs) };
+    const w = {
+      n,
+      reply,
+      timer: setTimeout(() => {
+        waiters = waiters.filter((x) => x !== w);
+        reply(response(200, { ...stats(), at: performance.timeOrigin + performance.now(), timedOut: true }));
+      }, timeoutMs),
+    };
     waiters.push(w);
     wake();
     return;

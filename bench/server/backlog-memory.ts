@@ -17,7 +17,22 @@
  */
 import { join } from 'node:path';
 import { deliveryCounts, waitForArrivals } from './lib/backlog.js';
-import { boolFlag, ensureStore, log, main, numFlag, printTable, removeDir, round, startChild, startFerry, storeKind, tempDir, writeConfig, writeResults } from './lib/common.js';
+import {
+  boolFlag,
+  ensureStore,
+  log,
+  main,
+  numFlag,
+  printTable,
+  removeDir,
+  round,
+  startChild,
+  startFerry,
+  storeKind,
+  tempDir,
+  writeConfig,
+  writeResults,
+} from './lib/common.js';
 
 export interface BacklogSummary {
   events: number;
@@ -57,7 +72,15 @@ export async function runBacklogMemory(opts: { events: number; drainTimeoutS: nu
     const sampler = setInterval(() => samples.push({ t: (Date.now() - t0) / 1000, phase, accepted, rssMB: round(ferry.rss() / MB, 1) }), 1000);
     try {
       log(`accepting ${opts.events.toLocaleString('en-US')} events with the receiver down`);
-      const fill = await client.ask({ cmd: 'fill', url: ferry.url, events: opts.events, concurrency: 16, prefix: `mem${Date.now()}`, progressEvery: 50, timeoutMs: 3_600_000 });
+      const fill = await client.ask({
+        cmd: 'fill',
+        url: ferry.url,
+        events: opts.events,
+        concurrency: 16,
+        prefix: `mem${Date.now()}`,
+        progressEvery: 50,
+        timeoutMs: 3_600_000,
+      });
       accepted = fill.acked;
       const acceptS = (Date.now() - t0) / 1000;
       log(`accepted ${fill.acked.toLocaleString('en-US')} in ${acceptS.toFixed(0)} s; receiver back up`);
@@ -74,7 +97,11 @@ export async function runBacklogMemory(opts: { events: number; drainTimeoutS: nu
       const secondHalf = acc.filter((s) => s.accepted >= 0.5 * opts.events);
       const peakSecondHalf = Math.max(...secondHalf.map((s) => s.rssMB));
       const fit = acc.filter((s) => s.accepted >= 0.25 * opts.events);
-      const slope = linearSlope(fit.map((s) => s.accepted), fit.map((s) => s.rssMB)) * 100_000;
+      const slope =
+        linearSlope(
+          fit.map((s) => s.accepted),
+          fit.map((s) => s.rssMB),
+        ) * 100_000;
       const flat = peakSecondHalf <= 1.25 * at(0.25);
       const drained = stats.count >= opts.events && (counts.byDestination['hooks']?.['succeeded'] ?? 0) === opts.events;
       const summary: BacklogSummary = {
@@ -97,7 +124,11 @@ export async function runBacklogMemory(opts: { events: number; drainTimeoutS: nu
           ['50 % accepted', at(0.5), ''],
           ['75 % accepted', at(0.75), ''],
           ['100 % accepted', acc.at(-1)?.rssMB ?? NaN, `accepted in ${round(acceptS, 1)} s (${round(fill.acked / acceptS)} events/s while the worker retried)`],
-          ['peak, second half of acceptance', peakSecondHalf, `x baseline ${round(peakSecondHalf / at(0.25), 2)}; slope ${summary.slopeMBPer100k} MB per 100k events; flat (<= 1.25 x): ${flat}`],
+          [
+            'peak, second half of acceptance',
+            peakSecondHalf,
+            `x baseline ${round(peakSecondHalf / at(0.25), 2)}; slope ${summary.slopeMBPer100k} MB per 100k events; flat (<= 1.25 x): ${flat}`,
+          ],
           ['peak while draining', peakDrain, `drained in ${summary.drainS} s: ${drained}; attempts logged ${counts.attempts['hooks'] ?? 0}`],
         ],
       );

@@ -25,7 +25,23 @@
  */
 import { join } from 'node:path';
 import { arrivalRate, bodySource, copyData, deliveryCounts, fillBacklog, steadyRate, stretchRates, waitForArrivals } from './lib/backlog.js';
-import { ensureStore, log, machineBusyMs, main, median, numFlag, printTable, removeDir, round, startChild, startFerry, storeKind, tempDir, writeConfig, writeResults } from './lib/common.js';
+import {
+  ensureStore,
+  log,
+  machineBusyMs,
+  main,
+  median,
+  numFlag,
+  printTable,
+  removeDir,
+  round,
+  startChild,
+  startFerry,
+  storeKind,
+  tempDir,
+  writeConfig,
+  writeResults,
+} from './lib/common.js';
 
 export interface DeliverySummary {
   serverCpuUsPerDelivery?: number;
@@ -79,7 +95,15 @@ export async function runDelivery(opts: { events: number; runs: number; timeoutS
           // Machine CPU per request: the client (or server), the receiver and, on PostgreSQL, the database.
           // Raw undici's figure also holds the client's reading of the stored bodies before it posts
           // them (a few µs per request), so it errs on the high side.
-          raw: { perSec: arrivalRate(rawStats), steadyPerSec: steadyRate(rawStats), perSecBy10k: stretchRates(rawStats), ok: raw.ok, failed: raw.failed, ms: raw.ms, machineCpuUsPerRequest: round((rawBusyMs * 1000) / opts.events) },
+          raw: {
+            perSec: arrivalRate(rawStats),
+            steadyPerSec: steadyRate(rawStats),
+            perSecBy10k: stretchRates(rawStats),
+            ok: raw.ok,
+            failed: raw.failed,
+            ms: raw.ms,
+            machineCpuUsPerRequest: round((rawBusyMs * 1000) / opts.events),
+          },
           ferry: {
             perSec: arrivalRate(stats),
             steadyPerSec: steadyRate(stats),
@@ -108,7 +132,9 @@ export async function runDelivery(opts: { events: number; runs: number; timeoutS
   const raw = median(runs.map((x) => x.raw.perSec));
   const ratio = median(runs.map((x) => x.ferry.perSec / x.raw.perSec));
   const steady = runs.every((x) => x.ferry.steadyPerSec && x.raw.steadyPerSec) ? median(runs.map((x) => x.ferry.steadyPerSec / x.raw.steadyPerSec)) : undefined;
-  const checked = runs.every((x) => x.ferry.complete && x.ferry.succeeded === opts.events && x.ferry.attempts === opts.events && x.ferry.signed === x.ferry.arrived);
+  const checked = runs.every(
+    (x) => x.ferry.complete && x.ferry.succeeded === opts.events && x.ferry.attempts === opts.events && x.ferry.signed === x.ferry.arrived,
+  );
   const cpuUs = median(runs.map((x) => x.ferry.serverCpuUsPerDelivery));
   const machineUs = median(runs.map((x) => x.ferry.machineCpuUsPerDelivery));
   const rawMachineUs = median(runs.map((x) => x.raw.machineCpuUsPerRequest));
@@ -127,8 +153,12 @@ export async function runDelivery(opts: { events: number; runs: number; timeoutS
     ['system', 'deliveries/s', 'x raw', 'notes'],
     [
       [`raw undici Pool (${connections} connections, unsigned, unlogged)`, summary.rawPerSec, 1, `reference; machine CPU ${rawMachineUs} µs/request`],
-      ['Ferry (signed, attempt logged, leased)', summary.ferryPerSec, summary.ratio,
-        `goal >= 0.5: ${summary.goalMet ? 'met' : 'NOT met'}; per-run ratios ${runs.map((x) => round(x.ferry.perSec / x.raw.perSec, 2)).join(', ')}; ${steady === undefined ? '' : `from the 10,000th arrival on ${summary.steadyRatio}x; `}all succeeded+logged+signed: ${checked}; server CPU ${cpuUs} µs/delivery, machine CPU ${machineUs} µs/delivery`],
+      [
+        'Ferry (signed, attempt logged, leased)',
+        summary.ferryPerSec,
+        summary.ratio,
+        `goal >= 0.5: ${summary.goalMet ? 'met' : 'NOT met'}; per-run ratios ${runs.map((x) => round(x.ferry.perSec / x.raw.perSec, 2)).join(', ')}; ${steady === undefined ? '' : `from the 10,000th arrival on ${summary.steadyRatio}x; `}all succeeded+logged+signed: ${checked}; server CPU ${cpuUs} µs/delivery, machine CPU ${machineUs} µs/delivery`,
+      ],
     ],
   );
   const path = writeResults('delivery', { settings: { ...opts, connections }, summary, runs });

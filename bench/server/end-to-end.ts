@@ -23,7 +23,25 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { waitForArrivals } from './lib/backlog.js';
-import { ensureStore, flag, log, main, median, numFlag, percentile, printTable, removeDir, resultsDir, round, startChild, startFerry, storeKind, tempDir, writeConfig, writeResults } from './lib/common.js';
+import {
+  ensureStore,
+  flag,
+  log,
+  main,
+  median,
+  numFlag,
+  percentile,
+  printTable,
+  removeDir,
+  resultsDir,
+  round,
+  startChild,
+  startFerry,
+  storeKind,
+  tempDir,
+  writeConfig,
+  writeResults,
+} from './lib/common.js';
 
 export interface EndToEndSummary {
   rate: number;
@@ -120,7 +138,12 @@ export async function runEndToEnd(opts: { rate: number; seconds: number; runs: n
     ['measure', 'p50 ms', 'p99 ms', 'notes'],
     [
       ['ingestion request -> 200', summary.ingestP50Ms, summary.ingestP99Ms, `${med((x) => x.acked)} events acknowledged per run`],
-      ['200 -> receiver arrival', summary.p50Ms, summary.p99Ms, `after the first ${opts.warmupS} s; every acknowledged event delivered: ${summary.delivered}; max ${med((x) => x.e2eMs.max)} ms`],
+      [
+        '200 -> receiver arrival',
+        summary.p50Ms,
+        summary.p99Ms,
+        `after the first ${opts.warmupS} s; every acknowledged event delivered: ${summary.delivered}; max ${med((x) => x.e2eMs.max)} ms`,
+      ],
       ['  the same, every event', med((x) => x.allMs.p50), summary.allP99Ms, `warm-up included; max ${med((x) => x.allMs.max)} ms`],
     ],
   );

@@ -20,7 +20,22 @@
 import { join } from 'node:path';
 import { committedCounts } from './lib/backlog.js';
 import {
-  databaseUrl, ensureStore, log, main, median, numFlag, printTable, removeDir, round, startChild, startFerry, storeKind, tempDir, usePostgres, writeConfig, writeResults,
+  databaseUrl,
+  ensureStore,
+  log,
+  main,
+  median,
+  numFlag,
+  printTable,
+  removeDir,
+  round,
+  startChild,
+  startFerry,
+  storeKind,
+  tempDir,
+  usePostgres,
+  writeConfig,
+  writeResults,
 } from './lib/common.js';
 
 /** Concurrent connections of the PostgreSQL store ceiling: PgStore's default pool size. */
@@ -46,12 +61,21 @@ export async function runIngest(opts: { runs: number; seconds: number; connectio
       // Ceiling 1: bare node:http.
       const bare = startChild('bare-server.ts');
       const { port } = await bare.next('ready');
-      const b = await client.ask({ cmd: 'autocannon', url: `http://127.0.0.1:${port}`, connections: opts.connections, durationS: opts.seconds, maxRequests: 1_000_000, prefix: `bare${r}` });
+      const b = await client.ask({
+        cmd: 'autocannon',
+        url: `http://127.0.0.1:${port}`,
+        connections: opts.connections,
+        durationS: opts.seconds,
+        maxRequests: 1_000_000,
+        prefix: `bare${r}`,
+      });
       await bare.stop();
       // Ceiling 2: the store alone.
       const store = startChild('store-ceiling.ts');
       const s = await store.ask({
-        durationS: Math.min(opts.seconds, 5), maxEvents: 2_000_000, batch: 100,
+        durationS: Math.min(opts.seconds, 5),
+        maxEvents: 2_000_000,
+        batch: 100,
         ...(usePostgres ? { store: 'postgres', databaseUrl, connections: pgCeilingConnections } : { store: 'sqlite' }),
       });
       if (s.error) throw new Error(`store ceiling: ${s.error}`);
@@ -62,7 +86,14 @@ export async function runIngest(opts: { runs: number; seconds: number; connectio
         const configPath = writeConfig(dir, [{ id: 'hooks', url: 'http://127.0.0.1:9/never-called' }]);
         const ferry = await startFerry({ configPath, dataDir: join(dir, 'data'), deliver: false });
         const cpu0 = ferry.cpuMs();
-        const f = await client.ask({ cmd: 'autocannon', url: ferry.url, connections: opts.connections, durationS: opts.seconds, maxRequests: 1_000_000, prefix: `ferry${r}` });
+        const f = await client.ask({
+          cmd: 'autocannon',
+          url: ferry.url,
+          connections: opts.connections,
+          durationS: opts.seconds,
+          maxRequests: 1_000_000,
+          prefix: `ferry${r}`,
+        });
         const cpuMs = ferry.cpuMs() - cpu0;
         await ferry.stop();
         const { events: committed, jobs } = await committedCounts(join(dir, 'data'));
@@ -108,10 +139,30 @@ export async function runIngest(opts: { runs: number; seconds: number; connectio
     `Ingestion (${storeKind}): durable accepted events/s via /v1/batch (100 events/request, ${opts.connections} connections, ${opts.seconds} s, median of ${opts.runs} runs)`,
     ['system', 'events/s', 'x lower ceiling', 'p50 ms', 'p99 ms', 'notes'],
     [
-      ['bare node:http (parse only)', summary.bareEventsPerSec, round(bare / lower, 2), med((x) => x.bare.latencyMs.p50), med((x) => x.bare.latencyMs.p99), 'ceiling'],
-      [usePostgres ? `store alone (PostgreSQL, tx of 100, ${pgCeilingConnections} connections)` : 'store alone (SQLite FULL, tx of 100)', summary.storeEventsPerSec, round(store / lower, 2), '-', '-', 'ceiling'],
-      ['Ferry /v1/batch', summary.ferryEventsPerSec, summary.ratioToLowerCeiling, summary.p50Ms, summary.p99Ms,
-        `goal >= 0.5: ${summary.goalMet ? 'met' : 'NOT met'}; every 200 committed: ${runs.every((x) => x.ferry.everyAckCommitted)}; server CPU ${med((x) => x.ferry.serverCpuUsPerEvent)} µs/event`],
+      [
+        'bare node:http (parse only)',
+        summary.bareEventsPerSec,
+        round(bare / lower, 2),
+        med((x) => x.bare.latencyMs.p50),
+        med((x) => x.bare.latencyMs.p99),
+        'ceiling',
+      ],
+      [
+        usePostgres ? `store alone (PostgreSQL, tx of 100, ${pgCeilingConnections} connections)` : 'store alone (SQLite FULL, tx of 100)',
+        summary.storeEventsPerSec,
+        round(store / lower, 2),
+        '-',
+        '-',
+        'ceiling',
+      ],
+      [
+        'Ferry /v1/batch',
+        summary.ferryEventsPerSec,
+        summary.ratioToLowerCeiling,
+        summary.p50Ms,
+        summary.p99Ms,
+        `goal >= 0.5: ${summary.goalMet ? 'met' : 'NOT met'}; every 200 committed: ${runs.every((x) => x.ferry.everyAckCommitted)}; server CPU ${med((x) => x.ferry.serverCpuUsPerEvent)} µs/event`,
+      ],
     ],
   );
   const path = writeResults('ingest', { settings: { ...opts, ...(usePostgres ? { storeCeilingConnections: pgCeilingConnections } : {}) }, summary, runs });

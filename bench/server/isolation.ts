@@ -14,7 +14,22 @@
  */
 import { join } from 'node:path';
 import { arrivalRate, copyData, deliveryCounts, fillBacklog, waitForArrivals } from './lib/backlog.js';
-import { ensureStore, log, main, median, numFlag, printTable, removeDir, round, startChild, startFerry, storeKind, tempDir, writeConfig, writeResults } from './lib/common.js';
+import {
+  ensureStore,
+  log,
+  main,
+  median,
+  numFlag,
+  printTable,
+  removeDir,
+  round,
+  startChild,
+  startFerry,
+  storeKind,
+  tempDir,
+  writeConfig,
+  writeResults,
+} from './lib/common.js';
 
 export interface IsolationSummary {
   alonePerSec: number;
@@ -30,7 +45,14 @@ export async function runIsolation(opts: { events: number; runs: number; timeout
   const placeholder = 'http://127.0.0.1:9/placeholder';
   try {
     const aloneData = await fillBacklog(join(dir, 'alone'), [{ id: 'healthy', url: placeholder }], opts.events);
-    const bothData = await fillBacklog(join(dir, 'both'), [{ id: 'healthy', url: placeholder }, { id: 'stuck', url: placeholder }], opts.events);
+    const bothData = await fillBacklog(
+      join(dir, 'both'),
+      [
+        { id: 'healthy', url: placeholder },
+        { id: 'stuck', url: placeholder },
+      ],
+      opts.events,
+    );
     for (let r = 1; r <= opts.runs; r++) {
       const run: any = {};
       for (const variant of ['alone', 'withStuck'] as const) {
@@ -48,7 +70,12 @@ export async function runIsolation(opts: { events: number; runs: number; timeout
           const stats = await waitForArrivals(receiver, opts.events, opts.timeoutS * 1000);
           await ferry.stop();
           const counts = await deliveryCounts(dataDir);
-          run[variant] = { perSec: arrivalRate(stats), arrived: stats.count, healthySucceeded: counts.byDestination['healthy']?.['succeeded'] ?? 0, stuckAttempts: counts.attempts['stuck'] ?? 0 };
+          run[variant] = {
+            perSec: arrivalRate(stats),
+            arrived: stats.count,
+            healthySucceeded: counts.byDestination['healthy']?.['succeeded'] ?? 0,
+            stuckAttempts: counts.attempts['stuck'] ?? 0,
+          };
         } finally {
           await receiver.stop();
           await stuck.stop();
@@ -63,14 +90,23 @@ export async function runIsolation(opts: { events: number; runs: number; timeout
   const alone = median(runs.map((x) => x.alone.perSec));
   const withStuck = median(runs.map((x) => x.withStuck.perSec));
   const complete = runs.every((x) => x.alone.healthySucceeded === opts.events && x.withStuck.healthySucceeded === opts.events);
-  const summary: IsolationSummary = { alonePerSec: round(alone), withStuckPerSec: round(withStuck), ratio: round(withStuck / alone, 2), goalMet: withStuck >= 0.9 * alone && complete };
+  const summary: IsolationSummary = {
+    alonePerSec: round(alone),
+    withStuckPerSec: round(withStuck),
+    ratio: round(withStuck / alone, 2),
+    goalMet: withStuck >= 0.9 * alone && complete,
+  };
   printTable(
     `Isolation (${storeKind}): healthy destination's deliveries/s, backlog of ${opts.events.toLocaleString('en-US')} events (median of ${opts.runs} runs each)`,
     ['healthy destination', 'deliveries/s', 'x alone', 'notes'],
     [
       ['alone', summary.alonePerSec, 1, 'reference'],
-      ['beside a never-answering destination', summary.withStuckPerSec, summary.ratio,
-        `goal >= 0.9: ${summary.goalMet ? 'met' : 'NOT met'}; stuck attempts logged: ${median(runs.map((x) => x.withStuck.stuckAttempts))}`],
+      [
+        'beside a never-answering destination',
+        summary.withStuckPerSec,
+        summary.ratio,
+        `goal >= 0.9: ${summary.goalMet ? 'met' : 'NOT met'}; stuck attempts logged: ${median(runs.map((x) => x.withStuck.stuckAttempts))}`,
+      ],
     ],
   );
   const path = writeResults('isolation', { settings: opts, summary, runs });

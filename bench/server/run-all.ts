@@ -50,18 +50,40 @@ const sizes = {
 const started = Date.now();
 const results: Record<string, any> = {};
 if (want('ingest')) results['ingest'] = await runIngest({ runs: quick ? 1 : 3, seconds: quick ? 4 : 8, connections: 64 });
-if (want('delivery')) results['delivery'] = { ...(await runDelivery({ events: sizes.deliveryEvents, runs: quick ? 1 : 5, timeoutS: 180 })), events: sizes.deliveryEvents };
-if (want('end-to-end')) results['end-to-end'] = await runEndToEnd({ rate: halfSustainableRate() ?? 2000, seconds: quick ? 5 : 15, runs: quick ? 1 : 3, warmupS: quick ? 1 : 2 });
-if (want('isolation')) results['isolation'] = { ...(await runIsolation({ events: sizes.isolationEvents, runs: quick ? 1 : 3, timeoutS: 180 })), events: sizes.isolationEvents };
+if (want('delivery'))
+  results['delivery'] = { ...(await runDelivery({ events: sizes.deliveryEvents, runs: quick ? 1 : 5, timeoutS: 180 })), events: sizes.deliveryEvents };
+if (want('end-to-end'))
+  results['end-to-end'] = await runEndToEnd({ rate: halfSustainableRate() ?? 2000, seconds: quick ? 5 : 15, runs: quick ? 1 : 3, warmupS: quick ? 1 : 2 });
+if (want('isolation'))
+  results['isolation'] = { ...(await runIsolation({ events: sizes.isolationEvents, runs: quick ? 1 : 3, timeoutS: 180 })), events: sizes.isolationEvents };
 if (want('backlog-memory')) results['backlog-memory'] = await runBacklogMemory({ events: sizes.backlogEvents, drainTimeoutS: full ? 1800 : 900 });
 
 const r = results;
 const rows: (string | number)[][] = [];
-if (r['ingest']) rows.push(['2 ingestion', `${r['ingest'].ferryEventsPerSec} events/s = ${r['ingest'].ratioToLowerCeiling} x lower ceiling; p50/p99 ${r['ingest'].p50Ms}/${r['ingest'].p99Ms} ms`, '>= 0.5 x', r['ingest'].goalMet ? 'met' : 'NOT met']);
-if (r['delivery']) rows.push(['3 delivery', `${r['delivery'].ferryPerSec}/s = ${r['delivery'].ratio} x raw undici`, '>= 0.5 x', r['delivery'].goalMet ? 'met' : 'NOT met']);
-if (r['end-to-end']) rows.push(['4 end to end', `p50 ${r['end-to-end'].p50Ms} ms, p99 ${r['end-to-end'].p99Ms} ms at ${r['end-to-end'].rate}/s (warm; p99 ${r['end-to-end'].allP99Ms} ms with the cold start)`, 'report', r['end-to-end'].delivered ? 'all delivered' : 'NOT all delivered']);
+if (r['ingest'])
+  rows.push([
+    '2 ingestion',
+    `${r['ingest'].ferryEventsPerSec} events/s = ${r['ingest'].ratioToLowerCeiling} x lower ceiling; p50/p99 ${r['ingest'].p50Ms}/${r['ingest'].p99Ms} ms`,
+    '>= 0.5 x',
+    r['ingest'].goalMet ? 'met' : 'NOT met',
+  ]);
+if (r['delivery'])
+  rows.push(['3 delivery', `${r['delivery'].ferryPerSec}/s = ${r['delivery'].ratio} x raw undici`, '>= 0.5 x', r['delivery'].goalMet ? 'met' : 'NOT met']);
+if (r['end-to-end'])
+  rows.push([
+    '4 end to end',
+    `p50 ${r['end-to-end'].p50Ms} ms, p99 ${r['end-to-end'].p99Ms} ms at ${r['end-to-end'].rate}/s (warm; p99 ${r['end-to-end'].allP99Ms} ms with the cold start)`,
+    'report',
+    r['end-to-end'].delivered ? 'all delivered' : 'NOT all delivered',
+  ]);
 if (r['isolation']) rows.push(['5 isolation', `${r['isolation'].ratio} x alone`, '>= 0.9 x', r['isolation'].goalMet ? 'met' : 'NOT met']);
-if (r['backlog-memory']) rows.push(['6 backlog memory', `${r['backlog-memory'].events} events: peak ${r['backlog-memory'].peakSecondHalfMB} MB vs ${r['backlog-memory'].rssAt25PctMB} MB at 25 %; drained in ${r['backlog-memory'].drainS} s`, 'flat, drains', r['backlog-memory'].goalMet ? 'met' : 'NOT met']);
+if (r['backlog-memory'])
+  rows.push([
+    '6 backlog memory',
+    `${r['backlog-memory'].events} events: peak ${r['backlog-memory'].peakSecondHalfMB} MB vs ${r['backlog-memory'].rssAt25PctMB} MB at 25 %; drained in ${r['backlog-memory'].drainS} s`,
+    'flat, drains',
+    r['backlog-memory'].goalMet ? 'met' : 'NOT met',
+  ]);
 printTable(`Server benchmarks, ${storeKind} store (${((Date.now() - started) / 60000).toFixed(1)} min)`, ['benchmark', 'result', 'goal', 'status'], rows);
 // A partial run (--only) updates its benchmarks in the summary and keeps the others' last results.
 let summaryResults: Record<string, unknown> = results;

@@ -8,7 +8,17 @@ import Database from 'better-sqlite3';
 import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  type Child, type DestinationSpec, databaseUrl, log, startChild, startFerry, trackSchema, usePostgres, waitUntil, withPg, writeConfig,
+  type Child,
+  type DestinationSpec,
+  databaseUrl,
+  log,
+  startChild,
+  startFerry,
+  trackSchema,
+  usePostgres,
+  waitUntil,
+  withPg,
+  writeConfig,
 } from './common.js';
 
 /** Ingests `events` events through /v1/batch into `dir/data` with delivery off; returns the data dir. */
@@ -46,7 +56,12 @@ export async function copyData(from: string, to: string): Promise<string> {
   const { PgStore } = await import('../../../packages/server/dist/index.js');
   await (await PgStore.open({ connectionString: databaseUrl, schema: dst, poolSize: 1 })).close();
   await withPg(async (c) => {
-    const tables = (await c.query<{ t: string }>(`SELECT table_name AS t FROM information_schema.tables WHERE table_schema = $1 AND table_type = 'BASE TABLE' AND table_name <> 'ferry_migrations' ORDER BY 1`, [src])).rows.map((r) => r.t);
+    const tables = (
+      await c.query<{ t: string }>(
+        `SELECT table_name AS t FROM information_schema.tables WHERE table_schema = $1 AND table_type = 'BASE TABLE' AND table_name <> 'ferry_migrations' ORDER BY 1`,
+        [src],
+      )
+    ).rows.map((r) => r.t);
     await c.query('BEGIN');
     for (const t of tables) await c.query(`INSERT INTO ${dst}.${t} SELECT * FROM ${src}.${t}`);
     const serials = await c.query<{ t: string; col: string }>(
@@ -62,12 +77,20 @@ export async function copyData(from: string, to: string): Promise<string> {
 }
 
 /** Waits until the receiver has seen `n` requests or `timeoutMs` passed; returns its stats. */
-export async function waitForArrivals(receiver: Child, n: number, timeoutMs: number): Promise<{ count: number; signed: number; firstAt: number; lastAt: number }> {
+export async function waitForArrivals(
+  receiver: Child,
+  n: number,
+  timeoutMs: number,
+): Promise<{ count: number; signed: number; firstAt: number; lastAt: number }> {
   let stats = await receiver.ask({ cmd: 'stats' });
-  await waitUntil(async () => {
-    stats = await receiver.ask({ cmd: 'stats' });
-    return stats.count >= n;
-  }, timeoutMs, 200);
+  await waitUntil(
+    async () => {
+      stats = await receiver.ask({ cmd: 'stats' });
+      return stats.count >= n;
+    },
+    timeoutMs,
+    200,
+  );
   return stats;
 }
 

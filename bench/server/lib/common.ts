@@ -151,7 +151,12 @@ function hostOf(url: string): string {
 export function schemaFor(dataDir: string): string {
   const full = resolve(dataDir);
   const rel = relative(tmpdir(), full).split(sep).join('/');
-  const readable = rel.toLowerCase().replace(/^ferry-bench-/, '').replace(/[^a-z0-9]+/g, '_').replace(/^_+|_+$/g, '').slice(0, 36);
+  const readable = rel
+    .toLowerCase()
+    .replace(/^ferry-bench-/, '')
+    .replace(/[^a-z0-9]+/g, '_')
+    .replace(/^_+|_+$/g, '')
+    .slice(0, 36);
   return `ferry_bench_${readable}_${createHash('sha1').update(full).digest('hex').slice(0, 8)}`;
 }
 

@@ -21,7 +21,15 @@ import { PgStore } from '../../../packages/server/dist/index.js';
 import { migrations } from '../../../packages/server/dist/store/sqlite/migrations/index.js';
 import { bigintAsNumber, eventJson } from './common.js';
 
-interface Ask { id: number; durationS: number; maxEvents: number; batch: number; store?: 'sqlite' | 'postgres'; databaseUrl?: string; connections?: number }
+interface Ask {
+  id: number;
+  durationS: number;
+  maxEvents: number;
+  batch: number;
+  store?: 'sqlite' | 'postgres';
+  databaseUrl?: string;
+  connections?: number;
+}
 
 // Row contents of the same size as Ferry's: the normalised message (~480 B) and the webhook body (~330 B).
 const stored = (id: string, i: number) =>
@@ -47,7 +55,16 @@ function sqliteCeiling(m: Ask): { events: number; ms: number } {
     for (let i = from; i < from + n; i++) {
       const id = `store-${i}`;
       const row = insertEvent.get('bench', id, 'track', `user-${i % 1000}`, null, 'Order Completed', nowMs, stored(id, i)) as { id: number };
-      insertDelivery.run({ destinationId: 'hooks', sourceId: 'bench', eventId: row.id, kind: 'event', messageId: id, userId: `user-${i % 1000}`, body: body(id, i), nowMs });
+      insertDelivery.run({
+        destinationId: 'hooks',
+        sourceId: 'bench',
+        eventId: row.id,
+        kind: 'event',
+        messageId: id,
+        userId: `user-${i % 1000}`,
+        body: body(id, i),
+        nowMs,
+      });
     }
   });
   const started = performance.now();
@@ -67,7 +84,13 @@ async function postgresCeiling(m: Ask): Promise<{ events: number; ms: number }> 
   const schema = `ferry_bench_store_${process.pid}_${Date.now().toString(36)}`;
   await (await PgStore.open({ connectionString: m.databaseUrl!, schema, poolSize: 1 })).close();
   const connections = m.connections ?? 10;
-  const pool = new pg.Pool({ connectionString: m.databaseUrl, max: connections, options: `-c search_path=${schema}`, types: bigintAsNumber, connectionTimeoutMillis: 5000 });
+  const pool = new pg.Pool({
+    connectionString: m.databaseUrl,
+    max: connections,
+    options: `-c search_path=${schema}`,
+    types: bigintAsNumber,
+    connectionTimeoutMillis: 5000,
+  });
   try {
     const insertBatch = async (from: number, n: number, nowMs: number) => {
       const ids: string[] = [];

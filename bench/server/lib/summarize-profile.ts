@@ -7,8 +7,18 @@
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 
-interface Node { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[]; }
-interface Profile { nodes: Node[]; samples: number[]; timeDeltas: number[]; startTime: number; endTime: number }
+interface Node {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+interface Profile {
+  nodes: Node[];
+  samples: number[];
+  timeDeltas: number[];
+  startTime: number;
+  endTime: number;
+}
 
 const args = process.argv.slice(2);
 const topIdx = args.indexOf('--top');
@@ -22,7 +32,8 @@ for (const file of files) {
   for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const selfUs = new Map<number, number>();
   p.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (p.timeDeltas[i] ?? 0)));
-  const key = (n: Node) => `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url ? basename(n.callFrame.url) + ':' + (n.callFrame.lineNumber + 1) : ''}`.trim();
+  const key = (n: Node) =>
+    `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url ? basename(n.callFrame.url) + ':' + (n.callFrame.lineNumber + 1) : ''}`.trim();
   const self = new Map<string, number>();
   const total = new Map<string, number>();
   for (const [id, us] of selfUs) {

@@ -9,16 +9,7 @@ import type { FailedMessage, FlushOptions, FlushResult } from './flush-result.js
 import { gzipBody } from './gzip-body.js';
 import { libraryInfo } from './library-info.js';
 import { defaultLogger, type Logger } from './logger.js';
-import type {
-  AliasMessage,
-  CallType,
-  GroupMessage,
-  IdentifyMessage,
-  MessageByType,
-  PageMessage,
-  ScreenMessage,
-  TrackMessage,
-} from './messages.js';
+import type { AliasMessage, CallType, GroupMessage, IdentifyMessage, MessageByType, PageMessage, ScreenMessage, TrackMessage } from './messages.js';
 import { type AnalyticsOptions, type ResolvedOptions, resolveOptions } from './options.js';
 import { type Callback, MessageQueue, type QueueEntry } from './queue.js';
 import { createDefaultTransport } from './transport/default-transport.js';

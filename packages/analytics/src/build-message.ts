@@ -73,18 +73,13 @@ export function buildMessage(type: CallType, input: unknown, ctx: BuildContext):
   const timestamp = input['timestamp'] === undefined ? isoAt(ctx.now()) : normalizeTimestamp(input['timestamp']);
   let json: string;
   try {
-    json = isPlain(type, input)
-      ? stampJson(type, messageId, timestamp, JSON.stringify(input))
-      : stampedCopyJson(type, input, messageId, timestamp);
+    json = isPlain(type, input) ? stampJson(type, messageId, timestamp, JSON.stringify(input)) : stampedCopyJson(type, input, messageId, timestamp);
   } catch (cause) {
     throw new AnalyticsError('not_serializable', `The ${type} message cannot be serialised: ${String(cause)}`, { cause });
   }
   const bytes = utf8Length(json);
   if (bytes > ctx.maxMessageBytes) {
-    throw new AnalyticsError(
-      'message_too_large',
-      `The ${type} message is ${bytes} bytes once serialised; the limit is ${ctx.maxMessageBytes}.`,
-    );
+    throw new AnalyticsError('message_too_large', `The ${type} message is ${bytes} bytes once serialised; the limit is ${ctx.maxMessageBytes}.`);
   }
   return { messageId, json, bytes };
 }

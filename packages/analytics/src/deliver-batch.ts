@@ -61,9 +61,7 @@ function parseRejected(body: string): RejectedItem[] {
   try {
     const parsed = JSON.parse(body) as { rejected?: unknown };
     if (!Array.isArray(parsed.rejected)) return [];
-    return parsed.rejected.filter(
-      (r): r is RejectedItem => typeof r === 'object' && r !== null && Number.isInteger((r as RejectedItem).index),
-    );
+    return parsed.rejected.filter((r): r is RejectedItem => typeof r === 'object' && r !== null && Number.isInteger((r as RejectedItem).index));
   } catch {
     return [];
   }
@@ -117,12 +115,7 @@ async function attemptOnce(ctx: DeliveryContext, batch: Batch, stop: AbortSwitch
  * the same messages with the same messageIds (only `sentAt` is refreshed), so the server's
  * idempotency makes a retry after a lost answer harmless.
  */
-export async function deliverBatch(
-  ctx: DeliveryContext,
-  batch: Batch,
-  stop: AbortSwitch,
-  onRetry: (notice: RetryNotice) => void,
-): Promise<DeliveryOutcome> {
+export async function deliverBatch(ctx: DeliveryContext, batch: Batch, stop: AbortSwitch, onRetry: (notice: RetryNotice) => void): Promise<DeliveryOutcome> {
   for (let attempts = 1; ; attempts++) {
     if (stop.aborted) return { kind: 'aborted', attempts: attempts - 1 };
     const result = await attemptOnce(ctx, batch, stop);

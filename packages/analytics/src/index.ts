@@ -5,15 +5,7 @@
  *
  * Every public name of the package is exported here and nowhere else.
  */
-export {
-  Analytics,
-  type AnalyticsEvents,
-  type AnalyticsStats,
-  type DropEvent,
-  type ErrorEvent,
-  type FlushEvent,
-  type RetryEvent,
-} from './analytics.js';
+export { Analytics, type AnalyticsEvents, type AnalyticsStats, type DropEvent, type ErrorEvent, type FlushEvent, type RetryEvent } from './analytics.js';
 export { type Clock, systemClock, type TimerHandle } from './clock.js';
 export { AnalyticsError, type ErrorCode, errorCodes } from './errors.js';
 export type { FailedMessage, FlushOptions, FlushResult } from './flush-result.js';

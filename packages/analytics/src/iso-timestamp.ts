@@ -8,8 +8,7 @@
 
 // YYYY-MM-DD, then optionally [T t space]HH:MM[:SS[(.|,)fraction]] and an offset
 // (Z, z, ±HH, ±HHMM, ±HH:MM); an offset needs a time.
-const isoDateTime =
-  /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:[Zz]|([+-])(\d{2})(?::?(\d{2}))?)?)?$/;
+const isoDateTime = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:[Zz]|([+-])(\d{2})(?::?(\d{2}))?)?)?$/;
 
 /** `0000-01-01T00:00:00.000Z`, the earliest instant the server stores. */
 const minMs = -62_167_219_200_000;

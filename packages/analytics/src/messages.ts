@@ -12,9 +12,7 @@ export type Integrations = { All?: boolean } & Record<string, boolean | JsonObje
  * Who the call is about: a `userId`, an `anonymousId`, or both.
  * At least one of the two is required.
  */
-export type Identity =
-  | { userId: string; anonymousId?: string }
-  | { userId?: string; anonymousId: string };
+export type Identity = { userId: string; anonymousId?: string } | { userId?: string; anonymousId: string };
 
 /** Fields every call accepts. */
 export interface CommonFields {
@@ -35,18 +33,20 @@ export interface CommonFields {
 }
 
 /** Ties a user to their traits. */
-export type IdentifyMessage = Identity & CommonFields & {
-  /** Traits of the user (email, name, plan...). */
-  traits?: JsonObject;
-};
+export type IdentifyMessage = Identity &
+  CommonFields & {
+    /** Traits of the user (email, name, plan...). */
+    traits?: JsonObject;
+  };
 
 /** Records an action the user performed. */
-export type TrackMessage = Identity & CommonFields & {
-  /** Event name, e.g. `Order Completed`. Required. */
-  event: string;
-  /** Free-form event properties. */
-  properties?: JsonObject;
-};
+export type TrackMessage = Identity &
+  CommonFields & {
+    /** Event name, e.g. `Order Completed`. Required. */
+    event: string;
+    /** Free-form event properties. */
+    properties?: JsonObject;
+  };
 
 /**
  * Properties of a page view: the recognised keys plus any custom ones.
@@ -59,37 +59,40 @@ export interface PageProperties extends JsonObject {
 }
 
 /** Records a page view (a web page rendered by your server). */
-export type PageMessage = Identity & CommonFields & {
-  /** Name of the page. */
-  name?: string;
-  /** Category of the page. */
-  category?: string;
-  /** url, title, referrer, path and custom keys. Sent as `properties`. */
-  properties?: PageProperties;
-  /**
-   * The spec's name for the same object (analytics-go v2 sends `Page.Traits` as
-   * `properties`). Merged under `properties`, which wins on a shared key.
-   */
-  traits?: PageProperties;
-};
+export type PageMessage = Identity &
+  CommonFields & {
+    /** Name of the page. */
+    name?: string;
+    /** Category of the page. */
+    category?: string;
+    /** url, title, referrer, path and custom keys. Sent as `properties`. */
+    properties?: PageProperties;
+    /**
+     * The spec's name for the same object (analytics-go v2 sends `Page.Traits` as
+     * `properties`). Merged under `properties`, which wins on a shared key.
+     */
+    traits?: PageProperties;
+  };
 
 /** Records a screen view in a mobile app, reported from your server. */
-export type ScreenMessage = Identity & CommonFields & {
-  /** Name of the screen. */
-  name?: string;
-  /** Category of the screen. */
-  category?: string;
-  /** Free-form screen properties. */
-  properties?: JsonObject;
-};
+export type ScreenMessage = Identity &
+  CommonFields & {
+    /** Name of the screen. */
+    name?: string;
+    /** Category of the screen. */
+    category?: string;
+    /** Free-form screen properties. */
+    properties?: JsonObject;
+  };
 
 /** Associates a user with a group (company, organization, account, project, team). */
-export type GroupMessage = Identity & CommonFields & {
-  /** Identifier of the group. Required. */
-  groupId: string;
-  /** Group traits, e.g. industry, employee count. */
-  traits?: JsonObject;
-};
+export type GroupMessage = Identity &
+  CommonFields & {
+    /** Identifier of the group. Required. */
+    groupId: string;
+    /** Group traits, e.g. industry, employee count. */
+    traits?: JsonObject;
+  };
 
 /**
  * Links one identity to another: `previousId` (often the anonymous id) becomes `userId`.

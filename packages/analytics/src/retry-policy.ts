@@ -42,12 +42,7 @@ export function parseRetryAfter(value: string | undefined, nowMs: number): numbe
  * yet never retry sooner than half the schedule. A server's `Retry-After` replaces the
  * schedule, capped so a misbehaving server cannot park the client for hours.
  */
-export function retryDelayMs(
-  retry: number,
-  settings: RetrySettings,
-  random: () => number,
-  retryAfterMs?: number,
-): number {
+export function retryDelayMs(retry: number, settings: RetrySettings, random: () => number, retryAfterMs?: number): number {
   if (retryAfterMs !== undefined) return Math.min(retryAfterMs, settings.retryAfterMaxMs);
   const step = Math.min(settings.retryMaxDelayMs, settings.retryBaseDelayMs * 2 ** (retry - 1));
   return Math.round(step / 2 + random() * (step / 2));

@@ -4,6 +4,4 @@ const nodeBuffer = (globalThis as { Buffer?: { byteLength(s: string, enc: 'utf8'
 const encoder = new TextEncoder();
 
 /** Size of `s` once encoded as UTF-8, in bytes. */
-export const utf8Length: (s: string) => number = nodeBuffer
-  ? (s) => nodeBuffer.byteLength(s, 'utf8')
-  : (s) => encoder.encode(s).length;
+export const utf8Length: (s: string) => number = nodeBuffer ? (s) => nodeBuffer.byteLength(s, 'utf8') : (s) => encoder.encode(s).length;

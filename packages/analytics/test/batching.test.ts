@@ -54,7 +54,7 @@ describe('batching', () => {
     await client.close();
   });
 
-  it('sends each of 5 synchronous calls in its own request with flushAt 1 (given as the spec\'s size)', async () => {
+  it("sends each of 5 synchronous calls in its own request with flushAt 1 (given as the spec's size)", async () => {
     const clock = new ManualClock();
     const client = new Analytics('wk', { endpoint: sink.url, size: 1, clock });
     for (let i = 0; i < 5; i++) client.track({ userId: 'u', event: `E${i}` });

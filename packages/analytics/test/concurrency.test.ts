@@ -60,17 +60,27 @@ describe('many concurrent callers', () => {
     assert.equal(result.status, 'complete');
     assert.equal(client.stats.delivered, total);
     assert.equal(outcomes.length, total, 'every callback ran once');
-    assert.ok(outcomes.every((code) => code === undefined), 'every callback reported success');
+    assert.ok(
+      outcomes.every((code) => code === undefined),
+      'every callback reported success',
+    );
     assert.equal(new Set(ids).size, total);
     const counts = countIds(sink.accepted);
     assert.equal(counts.size, total);
-    assert.ok([...counts.values()].every((k) => k === 1), 'no duplicate among accepted messages');
+    assert.ok(
+      [...counts.values()].every((k) => k === 1),
+      'no duplicate among accepted messages',
+    );
     for (const id of ids) assert.equal(counts.get(id), 1);
     assert.ok(failedOnce.size > 0, 'some requests failed and were retried');
     for (const r of sink.requests) {
       const calls = r.json.batch.map(callIndexOf);
       assert.ok(r.json.batch.length <= 7, `a batch of ${r.json.batch.length}`);
-      assert.deepEqual(calls, [...calls].sort((a, b) => a - b), 'a batch holds its messages in call order');
+      assert.deepEqual(
+        calls,
+        [...calls].sort((a, b) => a - b),
+        'a batch holds its messages in call order',
+      );
     }
   });
 
@@ -91,7 +101,11 @@ describe('many concurrent callers', () => {
     );
     for (let c = 0; c < callers; c++) {
       const seen = sink.accepted.filter((m) => m['userId'] === `user-${c}`).map((m) => (m['properties'] as { i: number }).i);
-      assert.deepEqual(seen, Array.from({ length: perCaller }, (_, i) => i), `user-${c}`);
+      assert.deepEqual(
+        seen,
+        Array.from({ length: perCaller }, (_, i) => i),
+        `user-${c}`,
+      );
     }
   });
 });

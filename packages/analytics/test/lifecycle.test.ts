@@ -83,7 +83,10 @@ describe('flush and close', () => {
     release();
     const later = await within(client.close(), 'close');
     assert.equal(later.delivered, 3, 'a flush timeout drops nothing');
-    assert.deepEqual(sink.accepted.map((m) => m['messageId']), ids);
+    assert.deepEqual(
+      sink.accepted.map((m) => m['messageId']),
+      ids,
+    );
   });
 
   it('close({ timeout }) gives up what is unconfirmed and reports it through result, drop event and callbacks', async () => {
@@ -139,7 +142,7 @@ describe('flush and close', () => {
     await within(client.close(), 'close');
   });
 
-  it('lets a process that never calls close() exit: no ref\'d timer or socket is left', async () => {
+  it("lets a process that never calls close() exit: no ref'd timer or socket is left", async () => {
     // In a child process: the only sockets there are the client's own.
     const child = await runModule(
       `import { Analytics } from '@ferry/analytics';

@@ -154,9 +154,15 @@ describe('messages', () => {
     const fits = 32_000 - overhead;
     client.track({ userId: 'u', event: 'E', properties: { pad: 'x'.repeat(fits) }, ...fixed });
     const over = { userId: 'u', event: 'E', properties: { pad: 'x'.repeat(fits + 1) }, ...fixed };
-    assert.equal(codeOf(() => client.track(over)), 'message_too_large');
+    assert.equal(
+      codeOf(() => client.track(over)),
+      'message_too_large',
+    );
     // Multi-byte characters count as their UTF-8 size.
-    assert.equal(codeOf(() => client.track({ userId: 'u', event: 'E', properties: { pad: 'é'.repeat(17_000) } })), 'message_too_large');
+    assert.equal(
+      codeOf(() => client.track({ userId: 'u', event: 'E', properties: { pad: 'é'.repeat(17_000) } })),
+      'message_too_large',
+    );
     await within(client.close(), 'close');
     assert.equal(sink.accepted.length, 1);
     assert.equal(Buffer.byteLength(JSON.stringify(sink.accepted.at(-1))), 32_000);

@@ -25,13 +25,16 @@ describe('options', () => {
   ];
   for (const [name, options] of bad) {
     it(`refuses ${name} with invalid_option`, () => {
-      assert.throws(() => new Analytics({ writeKey: 'wk', ...options } as never), (e: unknown) => {
-        return e instanceof AnalyticsError && e.code === 'invalid_option';
-      });
+      assert.throws(
+        () => new Analytics({ writeKey: 'wk', ...options } as never),
+        (e: unknown) => {
+          return e instanceof AnalyticsError && e.code === 'invalid_option';
+        },
+      );
     });
   }
 
-  it('takes the write key first or inside the options, and Segment\'s host as the endpoint', async () => {
+  it("takes the write key first or inside the options, and Segment's host as the endpoint", async () => {
     const sink = await SinkServer.start();
     const a = new Analytics('key-a', { endpoint: sink.url });
     const b = new Analytics({ writeKey: 'key-b', host: sink.url });
@@ -76,7 +79,10 @@ describe('options', () => {
     controller.abort();
     await assert.rejects(within(sent, 'the aborted request'), /aborted/);
     await assert.rejects(
-      within(transport.send({ url: `${sink.url}/v1/batch`, method: 'POST', headers: {}, body: '{"batch":[]}', signal: AbortSignal.abort() }), 'a request aborted before it was sent'),
+      within(
+        transport.send({ url: `${sink.url}/v1/batch`, method: 'POST', headers: {}, body: '{"batch":[]}', signal: AbortSignal.abort() }),
+        'a request aborted before it was sent',
+      ),
       /aborted/,
     );
     transport.close?.();

@@ -58,9 +58,6 @@ describe('package exports (built output)', () => {
     assert.equal(a.delivered, 1);
     assert.equal(b.delivered, 1);
     assert.ok(a.error && b.error);
-    assert.deepEqual(
-      sink.accepted.map((m) => m['event']).sort(),
-      ['from import', 'from require'],
-    );
+    assert.deepEqual(sink.accepted.map((m) => m['event']).sort(), ['from import', 'from require']);
   });
 });

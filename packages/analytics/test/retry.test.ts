@@ -1,15 +1,6 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import {
-  Analytics,
-  type AnalyticsError,
-  classifyStatus,
-  defaults,
-  parseRetryAfter,
-  type RetryEvent,
-  retryDelayMs,
-  type Transport,
-} from '@ferry/analytics';
+import { Analytics, type AnalyticsError, classifyStatus, defaults, parseRetryAfter, type RetryEvent, retryDelayMs, type Transport } from '@ferry/analytics';
 import { within } from './support/deadline.js';
 import { ManualClock } from './support/manual-clock.js';
 import { SinkServer } from './support/sink-server.js';
@@ -21,10 +12,22 @@ const retryDelays = [50, 100];
 
 describe('retry policy (data)', () => {
   const statusCases: Array<[number, 'success' | 'retry' | 'fail']> = [
-    [200, 'success'], [202, 'success'], [204, 'success'],
-    [301, 'fail'], [400, 'fail'], [401, 'fail'], [403, 'fail'], [404, 'fail'], [413, 'fail'], [422, 'fail'],
-    [408, 'retry'], [429, 'retry'],
-    [500, 'retry'], [502, 'retry'], [503, 'retry'], [504, 'retry'],
+    [200, 'success'],
+    [202, 'success'],
+    [204, 'success'],
+    [301, 'fail'],
+    [400, 'fail'],
+    [401, 'fail'],
+    [403, 'fail'],
+    [404, 'fail'],
+    [413, 'fail'],
+    [422, 'fail'],
+    [408, 'retry'],
+    [429, 'retry'],
+    [500, 'retry'],
+    [502, 'retry'],
+    [503, 'retry'],
+    [504, 'retry'],
   ];
   for (const [status, verdict] of statusCases) {
     it(`HTTP ${status} -> ${verdict}`, () => assert.equal(classifyStatus(status), verdict));
@@ -44,14 +47,33 @@ describe('retry policy (data)', () => {
     const s = { maxRetries: 10, retryBaseDelayMs: 100, retryMaxDelayMs: 10_000, retryAfterMaxMs: 60_000 };
     const rows: Array<[number, number, number]> = [
       // retry, delay with random()=0, delay with random()=1
-      [1, 50, 100], [2, 100, 200], [3, 200, 400], [7, 3_200, 6_400], [8, 5_000, 10_000], [20, 5_000, 10_000],
+      [1, 50, 100],
+      [2, 100, 200],
+      [3, 200, 400],
+      [7, 3_200, 6_400],
+      [8, 5_000, 10_000],
+      [20, 5_000, 10_000],
     ];
     for (const [retry, low, high] of rows) {
-      assert.equal(retryDelayMs(retry, s, () => 0, undefined), low, `retry ${retry} low`);
-      assert.equal(retryDelayMs(retry, s, () => 1, undefined), high, `retry ${retry} high`);
+      assert.equal(
+        retryDelayMs(retry, s, () => 0, undefined),
+        low,
+        `retry ${retry} low`,
+      );
+      assert.equal(
+        retryDelayMs(retry, s, () => 1, undefined),
+        high,
+        `retry ${retry} high`,
+      );
     }
-    assert.equal(retryDelayMs(1, s, () => 0.5, 30_000), 30_000);
-    assert.equal(retryDelayMs(1, s, () => 0.5, 600_000), 60_000);
+    assert.equal(
+      retryDelayMs(1, s, () => 0.5, 30_000),
+      30_000,
+    );
+    assert.equal(
+      retryDelayMs(1, s, () => 0.5, 600_000),
+      60_000,
+    );
   });
 });
 
@@ -110,7 +132,11 @@ describe('retries against a server', () => {
     const result = await within(closing, 'close');
     assert.equal(result.delivered, 2);
     assert.equal(sink.requests.length, 3);
-    for (const r of sink.requests) assert.deepEqual(r.json.batch.map((m) => m['messageId']), ids);
+    for (const r of sink.requests)
+      assert.deepEqual(
+        r.json.batch.map((m) => m['messageId']),
+        ids,
+      );
   });
 
   it('retries an attempt that times out', async () => {
@@ -161,7 +187,8 @@ describe('retries against a server', () => {
 
   it('waits what Retry-After says (capped), not the backoff schedule', async () => {
     const clock = new ManualClock();
-    sink.handler = (_req, i) => (i === 0 ? { status: 429, headers: { 'retry-after': '7' } } : i === 1 ? { status: 503, headers: { 'retry-after': '86400' } } : {});
+    sink.handler = (_req, i) =>
+      i === 0 ? { status: 429, headers: { 'retry-after': '7' } } : i === 1 ? { status: 503, headers: { 'retry-after': '86400' } } : {};
     const client = new Analytics('wk', { endpoint: sink.url, clock, random: () => 0.5 });
     const delays: number[] = [];
     client.on('retry', (e) => delays.push(e.delayMs));

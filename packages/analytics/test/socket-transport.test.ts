@@ -220,8 +220,7 @@ describe('socket transport', () => {
       else if (i === 1) {
         s.write('HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n{}');
         s.destroy();
-      }
-      else if (i === 2) s.write('garbage\r\n\r\n');
+      } else if (i === 2) s.write('garbage\r\n\r\n');
       else s.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}');
     };
     await assert.rejects(within(transport.send(post(server.url)), 'a dropped connection'));

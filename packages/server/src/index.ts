@@ -4,15 +4,7 @@
  */
 export { createFerry, type Ferry, type FerryOptions } from './app.js';
 export type { StopOptions } from './lifecycle/lifecycle.js';
-export type {
-  FerryConfig,
-  SourceConfig,
-  DestinationConfig,
-  DeliverySettings,
-  RetrySettings,
-  NetworkSettings,
-  AudienceSettings,
-} from './config/model.js';
+export type { FerryConfig, SourceConfig, DestinationConfig, DeliverySettings, RetrySettings, NetworkSettings, AudienceSettings } from './config/model.js';
 export type { WebhookEntry, WebhooksSettings } from './destinations/webhooks/settings.js';
 export type { DestinationType, AttemptContext, AudienceChangeNotice } from './destinations/destination-type.js';
 export type { SendGuard } from './delivery/guards.js';

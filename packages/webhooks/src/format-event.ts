@@ -48,12 +48,7 @@ export function formatEvent(event: ReceivedWebhook): string {
  * ```
  */
 export function formatRejection(rejection: RejectedWebhook): string {
-  const what =
-    rejection.code === 'invalid_signature'
-      ? 'signature ✗ invalid'
-      : rejection.code === 'missing_signature'
-        ? 'signature ✗ missing'
-        : rejection.code;
+  const what = rejection.code === 'invalid_signature' ? 'signature ✗ invalid' : rejection.code === 'missing_signature' ? 'signature ✗ missing' : rejection.code;
   return `${timeOf(rejection.receivedAtMs)} ${rejection.method} ${rejection.path}  ✗ ${rejection.statusCode} ${what}: ${rejection.message}`;
 }
 

@@ -31,13 +31,7 @@ export interface ReceivedWebhook {
 }
 
 /** Why the listener refused a request; also the `error` member of its JSON answer. */
-export type RejectionCode =
-  | 'method_not_allowed'
-  | 'payload_too_large'
-  | 'missing_signature'
-  | 'invalid_signature'
-  | 'invalid_json'
-  | 'not_an_object';
+export type RejectionCode = 'method_not_allowed' | 'payload_too_large' | 'missing_signature' | 'invalid_signature' | 'invalid_json' | 'not_an_object';
 
 /** A request the listener refused, with the status it answered. */
 export interface RejectedWebhook {
@@ -150,8 +144,7 @@ export function createListener(options: ListenerOptions = {}): WebhookListener {
       return;
     }
 
-    const tooLarge = (): void =>
-      reject({ statusCode: 413, code: 'payload_too_large', message: `body exceeds ${maxBodyBytes} bytes` });
+    const tooLarge = (): void => reject({ statusCode: 413, code: 'payload_too_large', message: `body exceeds ${maxBodyBytes} bytes` });
 
     readBoundedBody(req, maxBodyBytes, tooLarge, (rawBody) => {
       if (secret !== undefined) {
@@ -230,12 +223,7 @@ export function createListener(options: ListenerOptions = {}): WebhookListener {
  * Collects the body, calling `onTooLarge` (once) as soon as the declared or received size
  * passes the limit, and `onComplete` with the whole body otherwise.
  */
-function readBoundedBody(
-  req: IncomingMessage,
-  maxBytes: number,
-  onTooLarge: () => void,
-  onComplete: (body: Buffer) => void,
-): void {
+function readBoundedBody(req: IncomingMessage, maxBytes: number, onTooLarge: () => void, onComplete: (body: Buffer) => void): void {
   const chunks: Buffer[] = [];
   let received = 0;
   let refused = false;

@@ -73,11 +73,7 @@ export function signBody(body: string | Uint8Array, secret: string): string {
  * }
  * ```
  */
-export function verifySignature(
-  rawBody: string | Uint8Array,
-  signatureHeader: string | null | undefined,
-  secret: string,
-): boolean {
+export function verifySignature(rawBody: string | Uint8Array, signatureHeader: string | null | undefined, secret: string): boolean {
   if (typeof signatureHeader !== 'string' || typeof secret !== 'string') return false;
   const candidate = signatureHeader.trim().toLowerCase();
   // Shape is checked before decoding because Buffer.from(hex) silently drops invalid digits,

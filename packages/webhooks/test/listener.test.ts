@@ -1,14 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import {
-  createListener,
-  formatEvent,
-  formatRejection,
-  signBody,
-  type ReceivedWebhook,
-  type RejectedWebhook,
-  type WebhookListener,
-} from '@ferry/webhooks';
+import { createListener, formatEvent, formatRejection, signBody, type ReceivedWebhook, type RejectedWebhook, type WebhookListener } from '@ferry/webhooks';
 
 const secret = 'listener-secret';
 const trackBody = JSON.stringify({
@@ -257,11 +249,7 @@ describe('formatEvent and formatRejection', () => {
       rawBody: Buffer.from(trackBody),
       verified: true,
     });
-    assert.equal(
-      text,
-      '2026-01-02T03:04:05.678Z POST /hooks  track "Order Completed"\n' +
-        '  key=backend/msg_1 userId=user_42  signature ✓ verified',
-    );
+    assert.equal(text, '2026-01-02T03:04:05.678Z POST /hooks  track "Order Completed"\n' + '  key=backend/msg_1 userId=user_42  signature ✓ verified');
   });
 
   it('shows the messageId instead of a key when the request names no source', () => {

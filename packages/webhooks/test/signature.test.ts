@@ -5,8 +5,7 @@ import { signBody, verifySignature } from '@ferry/webhooks';
 
 const secret = 'test-shared-secret';
 const body = JSON.stringify({ version: 1, type: 'track', event: 'Café Visited', messageId: 'm1' });
-const independent = (data: string | Uint8Array, key: string): string =>
-  createHmac('sha1', key).update(data).digest('hex');
+const independent = (data: string | Uint8Array, key: string): string => createHmac('sha1', key).update(data).digest('hex');
 
 describe('signBody', () => {
   it('matches the RFC 2202 HMAC-SHA1 test vector', () => {

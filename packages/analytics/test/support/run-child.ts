@@ -18,11 +18,12 @@ export interface ChildResult {
  */
 export function runModule(source: string, args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<ChildResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--conditions=ferry-source', '--import', 'tsx', '--input-type=module', '-e', source, ...args],
-      { cwd: packageDir, env: { ...process.env, DEBUG: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'], timeout: waitLimitMs },
-    );
+    const child = spawn(process.execPath, ['--conditions=ferry-source', '--import', 'tsx', '--input-type=module', '-e', source, ...args], {
+      cwd: packageDir,
+      env: { ...process.env, DEBUG: '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: waitLimitMs,
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

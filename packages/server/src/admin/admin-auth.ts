@@ -6,8 +6,7 @@ import { FerryError } from '../errors/error-codes.js';
 export const minAdminTokenLength = 32;
 
 /** How an operator makes a token that passes {@link assertStrongAdminToken}. */
-export const makeAdminTokenHint =
-  "make one with `openssl rand -hex 32` or `node -e \"console.log(require('node:crypto').randomBytes(32).toString('hex'))\"`";
+export const makeAdminTokenHint = "make one with `openssl rand -hex 32` or `node -e \"console.log(require('node:crypto').randomBytes(32).toString('hex'))\"`";
 
 /** SHA-256 of an admin token; only the hash is kept, and hashes are compared in constant time. */
 export function hashToken(token: string): Buffer {
@@ -21,9 +20,7 @@ export function hashToken(token: string): Buffer {
  */
 export function assertStrongAdminToken(token: string): void {
   if (token.length < minAdminTokenLength)
-    throw new Error(
-      `the admin token (FERRY_ADMIN_TOKEN) must be at least ${minAdminTokenLength} characters long (got ${token.length}); ${makeAdminTokenHint}`,
-    );
+    throw new Error(`the admin token (FERRY_ADMIN_TOKEN) must be at least ${minAdminTokenLength} characters long (got ${token.length}); ${makeAdminTokenHint}`);
 }
 
 /**

@@ -79,7 +79,10 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   });
   app.put<{ Params: { id: string } }>('/sources/:id', async (request) => {
     const body = { ...(request.body as object), id: request.params.id };
-    const source = validateSource(body, catalog.sources().filter((s) => s.id !== request.params.id));
+    const source = validateSource(
+      body,
+      catalog.sources().filter((s) => s.id !== request.params.id),
+    );
     await catalog.putSource(source);
     return redactSource(source);
   });
@@ -91,7 +94,11 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   // Destinations, of the types this server knows
   const redactDestination = destinationRedactor(catalog.types);
   const sourceIds = () => catalog.sources().map((s) => s.id);
-  const otherDestinations = (id?: string) => catalog.destinations().map((d) => d.id).filter((d) => d !== id);
+  const otherDestinations = (id?: string) =>
+    catalog
+      .destinations()
+      .map((d) => d.id)
+      .filter((d) => d !== id);
   app.get('/destinations', async () => ({ destinations: catalog.destinations().map(redactDestination) }));
   app.get<{ Params: { id: string } }>('/destinations/:id', async (request) => {
     const destination = catalog.destination(request.params.id);
@@ -115,7 +122,12 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     if (!current) throw new FerryError('not_found', `no destination ${request.params.id}`);
     const patch = request.body;
     if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) throw new FerryError('bad_request', 'the body must be a JSON object');
-    const destination = validateDestination({ ...(mergePatch(current, patch) as object), id: current.id }, sourceIds(), otherDestinations(current.id), catalog.types);
+    const destination = validateDestination(
+      { ...(mergePatch(current, patch) as object), id: current.id },
+      sourceIds(),
+      otherDestinations(current.id),
+      catalog.types,
+    );
     await catalog.putDestination(destination);
     return redactDestination(destination);
   });
@@ -141,8 +153,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   type ListQuery = { status?: string; destinationId?: string; sourceId?: string; messageId?: string; after?: string; limit?: string };
   const list = async (query: ListQuery, status?: DeliveryStatus) => {
     const wanted = status ?? (query.status as DeliveryStatus | undefined);
-    if (wanted !== undefined && !statuses.includes(wanted))
-      throw new FerryError('bad_request', `status must be one of ${statuses.join(', ')}`, 'status');
+    if (wanted !== undefined && !statuses.includes(wanted)) throw new FerryError('bad_request', `status must be one of ${statuses.join(', ')}`, 'status');
     const limit = pageLimit(query.limit);
     const deliveries = await store.listDeliveries({
       status: wanted,

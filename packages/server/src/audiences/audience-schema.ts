@@ -82,8 +82,7 @@ const eventCountRule = strict({
 
 function ruleSchema(kind: AudienceKind) {
   const types = kind === 'audience' ? '"event" or "trait"' : '"event_count"';
-  const unknownType = (iss: { code: string; input?: unknown }) =>
-    iss.code === 'invalid_union' ? `must be ${types}` : undefined;
+  const unknownType = (iss: { code: string; input?: unknown }) => (iss.code === 'invalid_union' ? `must be ${types}` : undefined);
   return kind === 'audience'
     ? z.discriminatedUnion('type', [eventRule, traitRule], { error: unknownType })
     : z.discriminatedUnion('type', [eventCountRule], { error: unknownType });

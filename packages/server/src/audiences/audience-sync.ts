@@ -128,7 +128,10 @@ export class AudienceSync {
       if (type?.renderAudienceChange) targets.push({ id, type });
     }
     if (targets.length < audience.destinationIds.length) {
-      this.o.logger.debug({ audienceId: audience.id, sync: syncCount, active: targets.map((t) => t.id) }, 'audience changes skip disabled or deleted destinations, and those whose type takes none');
+      this.o.logger.debug(
+        { audienceId: audience.id, sync: syncCount, active: targets.map((t) => t.id) },
+        'audience changes skip disabled or deleted destinations, and those whose type takes none',
+      );
     }
     if (targets.length === 0) return [];
     const trait = snakeCase(audience.name);

@@ -21,10 +21,7 @@ const separators = /[^\p{L}\p{N}]+/u;
  * @example snakeCase('powerUsers') // 'power_users'
  */
 export function snakeCase(name: string): string {
-  const spaced = name
-    .replace(apostrophes, '')
-    .replace(lowerThenUpper, '$1 $2')
-    .replace(acronymThenWord, '$1 $2');
+  const spaced = name.replace(apostrophes, '').replace(lowerThenUpper, '$1 $2').replace(acronymThenWord, '$1 $2');
   const words = spaced.split(separators).filter((word) => word !== '');
   return words.join('_').toLowerCase();
 }

@@ -15,13 +15,11 @@ export async function listenCommand(options: ListenOptions): Promise<void> {
     port: Number(options.port),
     host: options.host,
     secret,
-    onEvent: (event) => void process.stdout.write(formatEvent(event) + "\n"),
-    onRejected: (rejection) => void process.stdout.write(formatRejection(rejection) + "\n"),
+    onEvent: (event) => void process.stdout.write(formatEvent(event) + '\n'),
+    onRejected: (rejection) => void process.stdout.write(formatRejection(rejection) + '\n'),
   });
   await listener.start();
-  process.stdout.write(
-    `Listening for webhooks on ${listener.url}${secret ? ' (verifying X-Signature)' : ' (no secret: signatures are not checked)'}\n`,
-  );
+  process.stdout.write(`Listening for webhooks on ${listener.url}${secret ? ' (verifying X-Signature)' : ' (no secret: signatures are not checked)'}\n`);
   const stop = () =>
     void listener.close().then(
       () => process.exit(0),

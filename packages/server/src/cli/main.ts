@@ -6,10 +6,7 @@ import { devCommand } from './dev.js';
 import { listenCommand } from './listen.js';
 import { serveCommand } from './serve.js';
 
-const program = new Command()
-  .name('ferry')
-  .description('Ferry: Segment-compatible ingestion, durable store, signed webhook delivery.')
-  .version(ferryVersion);
+const program = new Command().name('ferry').description('Ferry: Segment-compatible ingestion, durable store, signed webhook delivery.').version(ferryVersion);
 
 program
   .command('serve')

@@ -38,8 +38,7 @@ export async function startFromSettings(
 
 /** The PostgreSQL store named by DATABASE_URL; any other scheme is refused rather than ignored. */
 async function openPostgres(databaseUrl: string, schema: string | undefined): Promise<Store> {
-  if (!/^postgres(ql)?:\/\//.test(databaseUrl))
-    throw new Error('DATABASE_URL must be a postgres:// URL (unset it to use the embedded SQLite store)');
+  if (!/^postgres(ql)?:\/\//.test(databaseUrl)) throw new Error('DATABASE_URL must be a postgres:// URL (unset it to use the embedded SQLite store)');
   try {
     return await PgStore.open({ connectionString: databaseUrl, schema });
   } catch (error) {
@@ -68,6 +67,5 @@ export async function serveCommand(flags: ServeFlags): Promise<void> {
   // What is live: the store's catalogue, where the file's entries were applied and admin-made ones live on.
   const ids = (list: { id: string }[]) => list.map((x) => x.id).join(', ') || 'none';
   print(`  sources: ${ids(ferry.catalog.sources())}; destinations: ${ids(ferry.catalog.destinations())}`);
-  if (ferry.generatedAdminToken)
-    print(`  admin token (shown once; set FERRY_ADMIN_TOKEN to choose your own): ${ferry.generatedAdminToken}`);
+  if (ferry.generatedAdminToken) print(`  admin token (shown once; set FERRY_ADMIN_TOKEN to choose your own): ${ferry.generatedAdminToken}`);
 }

@@ -72,9 +72,7 @@ export function configFromObject(obj: unknown, label = 'config', options: Config
 export function loadConfigFile(path: string, env: NodeJS.ProcessEnv): FerryConfig {
   const ext = extname(path).toLowerCase();
   if (ext !== '.yaml' && ext !== '.yml' && ext !== '.json') {
-    throw new ConfigError(path, [
-      { path: '', message: `unsupported file extension ${JSON.stringify(ext)}; use .yaml, .yml or .json` },
-    ]);
+    throw new ConfigError(path, [{ path: '', message: `unsupported file extension ${JSON.stringify(ext)}; use .yaml, .yml or .json` }]);
   }
   let text: string;
   try {
@@ -159,7 +157,11 @@ function parseYaml(text: string, file: string): unknown {
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
   // Warnings count too: an unknown tag (`writeKey: !abc`) would otherwise silently become "".
   const problems = [...doc.errors, ...doc.warnings];
-  if (problems.length > 0) throw new ConfigError(file, problems.map((error) => describeYamlError(error, lineCounter)));
+  if (problems.length > 0)
+    throw new ConfigError(
+      file,
+      problems.map((error) => describeYamlError(error, lineCounter)),
+    );
   if (doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null)) {
     throw new ConfigError(file, [emptyFile]);
   }

@@ -10,34 +10,10 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { FerryError } from '../errors/error-codes.js';
-import {
-  defaultAudienceSettings,
-  defaultDeliverySettings,
-  defaultDestinationEnabled,
-  defaultNetworkSettings,
-  defaultRetrySettings,
-} from './defaults.js';
-import type {
-  AudienceSettings,
-  DeliverySettings,
-  DestinationConfig,
-  FerryConfig,
-  NetworkSettings,
-  RetrySettings,
-  SourceConfig,
-} from './model.js';
+import { defaultAudienceSettings, defaultDeliverySettings, defaultDestinationEnabled, defaultNetworkSettings, defaultRetrySettings } from './defaults.js';
+import type { AudienceSettings, DeliverySettings, DestinationConfig, FerryConfig, NetworkSettings, RetrySettings, SourceConfig } from './model.js';
 import { builtInDestinationTypes, type DestinationRegistry } from '../destinations/registry.js';
-import {
-  errorMap,
-  formatIssue,
-  isObjectPayload,
-  listOf,
-  rule,
-  strict,
-  stringField,
-  toConfigIssues,
-  type ConfigIssue,
-} from './schema-rules.js';
+import { errorMap, formatIssue, isObjectPayload, listOf, rule, strict, stringField, toConfigIssues, type ConfigIssue } from './schema-rules.js';
 
 // Where callers (the file loader, the audiences schema) have always found them.
 export { formatIssue, formatPath, toConfigIssues, type ConfigIssue } from './schema-rules.js';
@@ -88,17 +64,13 @@ const writeKeySchema = z.string().superRefine(
 );
 
 function boundedInt(min: number, max: number) {
-  return z.number().superRefine(
-    rule((v: number) =>
-      Number.isInteger(v) && v >= min && v <= max ? undefined : `must be an integer from ${min} to ${max} (got ${v})`,
-    ),
-  );
+  return z
+    .number()
+    .superRefine(rule((v: number) => (Number.isInteger(v) && v >= min && v <= max ? undefined : `must be an integer from ${min} to ${max} (got ${v})`)));
 }
 
 function boundedNumber(min: number, max: number) {
-  return z.number().superRefine(
-    rule((v: number) => (v >= min && v <= max ? undefined : `must be a number from ${min} to ${max} (got ${v})`)),
-  );
+  return z.number().superRefine(rule((v: number) => (v >= min && v <= max ? undefined : `must be a number from ${min} to ${max} (got ${v})`)));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -125,15 +97,17 @@ function destinationSchemaFor(types: DestinationRegistry) {
   const names = types.names();
   return strict({
     id: idSchema,
-    type: z.string().superRefine(
-      rule((v: string) =>
-        types.get(v)
-          ? undefined
-          : `unknown destination type ${JSON.stringify(v)}; ${
-              names.length === 1 ? `the only type is ${JSON.stringify(names[0])}` : `the types are ${names.map((n) => JSON.stringify(n)).join(', ')}`
-            } (case-sensitive)`,
+    type: z
+      .string()
+      .superRefine(
+        rule((v: string) =>
+          types.get(v)
+            ? undefined
+            : `unknown destination type ${JSON.stringify(v)}; ${
+                names.length === 1 ? `the only type is ${JSON.stringify(names[0])}` : `the types are ${names.map((n) => JSON.stringify(n)).join(', ')}`
+              } (case-sensitive)`,
+        ),
       ),
-    ),
     name: nameSchema.optional(),
     enabled: z.boolean().optional(),
     sources: z.array(z.string()).superRefine((ids, ctx) => {
@@ -251,18 +225,14 @@ export const networkSettingsSchema = strict({
     .array(z.string().superRefine(rule(checkCidr)))
     .superRefine(
       rule((list: string[]) =>
-        list.length > configLimits.maxAllowedNetworks
-          ? `at most ${configLimits.maxAllowedNetworks} ranges (got ${list.length})`
-          : undefined,
+        list.length > configLimits.maxAllowedNetworks ? `at most ${configLimits.maxAllowedNetworks} ranges (got ${list.length})` : undefined,
       ),
     )
     .optional(),
-}).transform(
-  (n): NetworkSettings => ({
-    allowPrivateNetworks: n.allowPrivateNetworks ?? defaultNetworkSettings.allowPrivateNetworks,
-    allowedNetworks: [...(n.allowedNetworks ?? defaultNetworkSettings.allowedNetworks)],
-  }),
-);
+}).transform((n): NetworkSettings => ({
+  allowPrivateNetworks: n.allowPrivateNetworks ?? defaultNetworkSettings.allowPrivateNetworks,
+  allowedNetworks: [...(n.allowedNetworks ?? defaultNetworkSettings.allowedNetworks)],
+}));
 
 /** The `audiences` section: any subset of {@link AudienceSettings}, merged over the defaults. */
 export const audienceSettingsSchema = strict({
@@ -273,11 +243,7 @@ export const audienceSettingsSchema = strict({
 // The whole file
 
 /** Reports each item whose key (when it has one) an earlier item already has. */
-function findDuplicates<T>(
-  items: readonly T[],
-  key: (item: T) => string | undefined,
-  report: (index: number, firstIndex: number) => void,
-): void {
+function findDuplicates<T>(items: readonly T[], key: (item: T) => string | undefined, report: (index: number, firstIndex: number) => void): void {
   const seen = new Map<string, number>();
   items.forEach((item, index) => {
     const k = key(item);
@@ -355,19 +321,20 @@ function ferryConfigSchemaFor(destinationSchema: ReturnType<typeof destinationSc
       },
       { when: isObjectPayload },
     )
-    .transform(
-      (c): FerryConfig => ({
-        sources: c.sources ?? [],
-        destinations: c.destinations ?? [],
-        delivery: c.delivery ?? deliverySettingsSchema.parse({}),
-        network: c.network ?? networkSettingsSchema.parse({}),
-        audiences: c.audiences ?? audienceSettingsSchema.parse({}),
-      }),
-    );
+    .transform((c): FerryConfig => ({
+      sources: c.sources ?? [],
+      destinations: c.destinations ?? [],
+      delivery: c.delivery ?? deliverySettingsSchema.parse({}),
+      network: c.network ?? networkSettingsSchema.parse({}),
+      audiences: c.audiences ?? audienceSettingsSchema.parse({}),
+    }));
 }
 
 /** The schemas of one registry, built once: zod schemas are costly to build and cheap to reuse. */
-const schemasByRegistry = new WeakMap<DestinationRegistry, { destination: ReturnType<typeof destinationSchemaFor>; config: ReturnType<typeof ferryConfigSchemaFor> }>();
+const schemasByRegistry = new WeakMap<
+  DestinationRegistry,
+  { destination: ReturnType<typeof destinationSchemaFor>; config: ReturnType<typeof ferryConfigSchemaFor> }
+>();
 
 function schemasFor(types: DestinationRegistry) {
   let schemas = schemasByRegistry.get(types);

@@ -50,9 +50,7 @@ export function withJitter(delayMs: number, jitter: number, random: () => number
 /** One line describing a result, for `last_error` and logs; a token in the URL's query is hidden. */
 export function describeResult(result: ExchangeResult): string {
   const what =
-    result.statusCode !== undefined
-      ? `HTTP ${result.statusCode}`
-      : `${result.errorClass ?? 'error'}${result.errorMessage ? `: ${result.errorMessage}` : ''}`;
+    result.statusCode !== undefined ? `HTTP ${result.statusCode}` : `${result.errorClass ?? 'error'}${result.errorMessage ? `: ${result.errorMessage}` : ''}`;
   return `${redactUrl(result.url)} -> ${what}`;
 }
 

@@ -290,7 +290,11 @@ export class Scheduler {
     const queue = this.ready.get(destinationId) ?? [];
     this.ready.delete(destinationId);
     this.readyCount -= queue.length;
-    this.handBack(queue.map((r) => ({ id: r.job.id, leasedUntilMs: r.leasedUntilMs })), destinationId, `held by a send guard until ${new Date(untilMs).toISOString()}`);
+    this.handBack(
+      queue.map((r) => ({ id: r.job.id, leasedUntilMs: r.leasedUntilMs })),
+      destinationId,
+      `held by a send guard until ${new Date(untilMs).toISOString()}`,
+    );
   }
 
   /**
@@ -303,7 +307,10 @@ export class Scheduler {
       this.o.store.releaseLeases(this.o.owner, this.o.clock.now(), leases).then(
         () => this.wake(),
         (error: unknown) => {
-          this.o.logger.warn({ err: error, destinationId, jobs: leases.length }, 'jobs held ready could not be handed back; they come back when their leases run out');
+          this.o.logger.warn(
+            { err: error, destinationId, jobs: leases.length },
+            'jobs held ready could not be handed back; they come back when their leases run out',
+          );
           this.o.onError(error);
         },
       ),
@@ -336,7 +343,12 @@ export class Scheduler {
       if (enabled.has(id)) continue;
       this.readyCount -= queue.length;
       this.ready.delete(id);
-      if (queue.length > 0) this.handBack(queue.map((r) => ({ id: r.job.id, leasedUntilMs: r.leasedUntilMs })), id, 'of a destination no longer enabled');
+      if (queue.length > 0)
+        this.handBack(
+          queue.map((r) => ({ id: r.job.id, leasedUntilMs: r.leasedUntilMs })),
+          id,
+          'of a destination no longer enabled',
+        );
     }
     for (const id of [...this.held.keys()]) if (!enabled.has(id)) this.held.delete(id);
     this.o.pacing.forget(enabled);

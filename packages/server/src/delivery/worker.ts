@@ -205,7 +205,16 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       responseBody: r.responseBody ?? null,
       trigger: job.trigger,
     }));
-    const kept = await this.o.store.complete({ id: job.id, owner: this.owner, createdAtMs: job.createdAtMs, kind: job.kind, nowMs, firstAttemptAtMs, attempts, outcome });
+    const kept = await this.o.store.complete({
+      id: job.id,
+      owner: this.owner,
+      createdAtMs: job.createdAtMs,
+      kind: job.kind,
+      nowMs,
+      firstAttemptAtMs,
+      attempts,
+      outcome,
+    });
     if (!kept) {
       this.emit('delivery:lease-lost', { id: job.id });
       return;
@@ -214,7 +223,14 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     // Per exchange, many thousand times a second: no event objects unless someone listens.
     if (this.listenerCount('delivery:attempted') > 0)
       for (const a of attempts)
-        this.emit('delivery:attempted', { ...base, url: a.url, statusCode: a.statusCode, errorClass: a.errorClass, latencyMs: a.latencyMs, outcome: outcome.status });
+        this.emit('delivery:attempted', {
+          ...base,
+          url: a.url,
+          statusCode: a.statusCode,
+          errorClass: a.errorClass,
+          latencyMs: a.latencyMs,
+          outcome: outcome.status,
+        });
     if (outcome.status === 'succeeded') {
       // The common case, many thousand times a second: no event object unless someone listens.
       if (this.listenerCount('delivery:succeeded') > 0) this.emit('delivery:succeeded', { ...base, attempts: job.attemptCount + 1 });

@@ -2,9 +2,7 @@ import type { AnyDestinationType, DestinationType } from './destination-type.js'
 import { webhooksDestinationType } from './webhooks/webhooks-destination.js';
 
 /** The destination types Ferry ships: one line per type. */
-const builtInTypes: readonly AnyDestinationType[] = [
-  webhooksDestinationType,
-];
+const builtInTypes: readonly AnyDestinationType[] = [webhooksDestinationType];
 
 /** The destination types a server knows, by their `type` name. */
 export interface DestinationRegistry {

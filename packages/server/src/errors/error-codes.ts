@@ -14,7 +14,10 @@ export const errorCodes = {
   invalid_gzip: { status: 400, text: 'The body says Content-Encoding: gzip but is not valid gzip data.' },
   payload_too_large: { status: 413, text: 'The request body is over 500 KB (after decompression).' },
   too_many_messages: { status: 400, text: 'A batch holds at most 2,500 messages.' },
-  server_busy: { status: 503, text: 'Ingestion holds as many request bodies as its memory budget allows; nothing was read. Retry after the Retry-After seconds.' },
+  server_busy: {
+    status: 503,
+    text: 'Ingestion holds as many request bodies as its memory budget allows; nothing was read. Retry after the Retry-After seconds.',
+  },
   store_unavailable: { status: 503, text: 'The store could not commit the request; nothing was accepted. Retry later.' },
   not_found: { status: 404, text: 'No such route or resource.' },
   bad_request: { status: 400, text: 'The request could not be read.' },

@@ -20,5 +20,4 @@ export interface IngestMeta {
 
 /** Outcome of normalising one message: a value, never an exception. */
 export type NormalizeResult =
-  | { ok: true; message: NormalizedMessage; /** JSON of `message`, serialised once. */ json: string }
-  | { ok: false; code: ErrorCode; message: string };
+  { ok: true; message: NormalizedMessage; /** JSON of `message`, serialised once. */ json: string } | { ok: false; code: ErrorCode; message: string };

@@ -25,9 +25,7 @@ export const maxMessageIdLength = 100;
 const isWellFormed = (s: string): boolean => (s as string & { isWellFormed(): boolean }).isWellFormed();
 
 /** What {@link readEnvelope} found in a request body. */
-export type ReadEnvelopeResult =
-  | { ok: true; writeKey?: string; envelope: Envelope; messages: unknown[] }
-  | { ok: false; code: ErrorCode; message: string };
+export type ReadEnvelopeResult = { ok: true; writeKey?: string; envelope: Envelope; messages: unknown[] } | { ok: false; code: ErrorCode; message: string };
 
 type JsonObject = Record<string, unknown>;
 
@@ -83,9 +81,7 @@ export function readEnvelope(body: unknown, route: 'batch' | CallType): ReadEnve
   if (writeKey !== undefined && writeKey !== null && typeof writeKey !== 'string') {
     return fail('invalid_batch', '`writeKey` must be a string.');
   }
-  return typeof writeKey === 'string'
-    ? { ok: true, writeKey, envelope, messages: batch }
-    : { ok: true, envelope, messages: batch };
+  return typeof writeKey === 'string' ? { ok: true, writeKey, envelope, messages: batch } : { ok: true, envelope, messages: batch };
 }
 
 function readSingleCall(body: unknown, route: CallType): ReadEnvelopeResult {
@@ -97,9 +93,7 @@ function readSingleCall(body: unknown, route: CallType): ReadEnvelopeResult {
     return fail('invalid_field', '`writeKey` must be a string.');
   }
   const message = body.type === route ? body : { ...body, type: route };
-  return typeof writeKey === 'string'
-    ? { ok: true, writeKey, envelope: {}, messages: [message] }
-    : { ok: true, envelope: {}, messages: [message] };
+  return typeof writeKey === 'string' ? { ok: true, writeKey, envelope: {}, messages: [message] } : { ok: true, envelope: {}, messages: [message] };
 }
 
 /** Top-level members with a meaning to Ferry; every other member is kept as sent. */
@@ -217,11 +211,7 @@ export function normalizeMessage(raw: unknown, envelope: Envelope, meta: IngestM
 
   const messageId = readString(raw.messageId);
   // A lone surrogate cannot be stored as UTF-8 and would never match itself again when deduplicating.
-  if (
-    messageId === wrongType ||
-    messageId === '' ||
-    (messageId !== undefined && (messageId.length > maxMessageIdLength || !isWellFormed(messageId)))
-  ) {
+  if (messageId === wrongType || messageId === '' || (messageId !== undefined && (messageId.length > maxMessageIdLength || !isWellFormed(messageId)))) {
     return fail('invalid_message_id', `\`messageId\` must be a well-formed string of 1 to ${maxMessageIdLength} characters.`);
   }
 
@@ -240,8 +230,7 @@ export function normalizeMessage(raw: unknown, envelope: Envelope, meta: IngestM
   // SDKs send `originalTimestamp` instead, so it stands in when `timestamp` is absent.
   const clientMs = timestampMs ?? originalTimestampMs;
   const receivedAtMs = meta.receivedAtMs;
-  const correctedMs =
-    clientMs === undefined ? receivedAtMs : sentAtMs === undefined ? clientMs : receivedAtMs - (sentAtMs - clientMs);
+  const correctedMs = clientMs === undefined ? receivedAtMs : sentAtMs === undefined ? clientMs : receivedAtMs - (sentAtMs - clientMs);
   if (!isFormattableMs(correctedMs)) {
     return fail('invalid_timestamp', '`timestamp` corrected for clock skew (receivedAt - (sentAt - timestamp)) falls outside years 0000..9999.');
   }
@@ -357,7 +346,10 @@ function invalidField(field: string, expected: string): NormalizeResult {
 
 function invalidId(field: string, why: typeof wrongType | typeof unsafeNumber): NormalizeResult {
   if (why === wrongType) return invalidField(field, 'a string or a number');
-  return fail('unsafe_numeric_id', `\`${field}\` is a number that is not an integer within ±(2^53 − 1), which cannot be kept exactly as sent; send it as a string.`);
+  return fail(
+    'unsafe_numeric_id',
+    `\`${field}\` is a number that is not an integer within ±(2^53 − 1), which cannot be kept exactly as sent; send it as a string.`,
+  );
 }
 
 function invalidTimestamp(field: string, value: unknown, owner = 'The message'): NormalizeResult {

@@ -17,7 +17,8 @@ export const maxIngestProcessingBytes = 4 * 1024 * 1024;
 
 /** What a body weighs in the gate: a gzip body may unpack to the request limit, so it weighs that. */
 function processingWeight(body: Buffer | undefined, contentEncoding: string | undefined): number {
-  if (contentEncoding !== undefined && contentEncoding.trim() !== '' && contentEncoding.trim().toLowerCase() !== 'identity') return ingestLimits.maxRequestBytes;
+  if (contentEncoding !== undefined && contentEncoding.trim() !== '' && contentEncoding.trim().toLowerCase() !== 'identity')
+    return ingestLimits.maxRequestBytes;
   return body?.length ?? 0;
 }
 

@@ -7,7 +7,6 @@
  */
 import { maxTimestampMs, minTimestampMs } from '../model/timestamps.js';
 
-
 const msPerMinute = 60_000;
 // Date.UTC maps years 0..99 to 1900..1999; the Gregorian calendar repeats every 400 years,
 // so those years are computed 400 years later and shifted back by the cycle's length.
@@ -100,7 +99,6 @@ export function parseIsoTimestamp(s: string): number | undefined {
   const ms = utcMs(year, month, day, hour, minute, second, millis) - offsetMinutes * msPerMinute;
   return ms < minTimestampMs || ms > maxTimestampMs ? undefined : ms;
 }
-
 
 /** The value of `count` decimal digits at `start`, or -1 if any is not a digit (or is missing). */
 function digits(s: string, start: number, count: number): number {

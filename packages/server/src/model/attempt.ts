@@ -53,13 +53,8 @@ export interface AttemptRecord {
 }
 
 /** Why a delivery was dead-lettered. */
-export type DeadReason =
-  | 'retry_window_exhausted'
-  | 'non_retryable_response'
-  | 'destination_deleted';
+export type DeadReason = 'retry_window_exhausted' | 'non_retryable_response' | 'destination_deleted';
 
 /** How one delivery attempt (to every URL of the destination) ended. */
 export type AttemptOutcome =
-  | { status: 'succeeded' }
-  | { status: 'pending'; nextAttemptAtMs: number; lastError: string }
-  | { status: 'dead'; reason: DeadReason; lastError: string };
+  { status: 'succeeded' } | { status: 'pending'; nextAttemptAtMs: number; lastError: string } | { status: 'dead'; reason: DeadReason; lastError: string };

@@ -41,7 +41,23 @@ export const defaultMaxLinkedUsers = 100;
  * Ids that buggy clients send in place of a real one (lowercased): many unrelated people are
  * linked through them, so a link through one says nothing about who is who.
  */
-const placeholderIds = new Set(['', 'undefined', 'null', 'nil', 'none', '0', '-1', 'nan', 'false', 'true', 'anonymous', 'unknown', 'guest', 'user', '[object object]']);
+const placeholderIds = new Set([
+  '',
+  'undefined',
+  'null',
+  'nil',
+  'none',
+  '0',
+  '-1',
+  'nan',
+  'false',
+  'true',
+  'anonymous',
+  'unknown',
+  'guest',
+  'user',
+  '[object object]',
+]);
 
 /** True for an id a link is never followed through (see {@link placeholderIds}). */
 export function isPlaceholderId(id: string): boolean {

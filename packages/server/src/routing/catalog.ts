@@ -46,7 +46,10 @@ export class Catalog extends EventEmitter<{ 'catalog:reloaded': [] }> {
     const fileIds = new Set(fromFile.sources.map((s) => s.id));
     for (const s of fromFile.sources) {
       const clash = stored.sources.find((o) => o.writeKey === s.writeKey && !fileIds.has(o.id));
-      if (clash) throw new Error(`source ${s.id} in the config file uses the write key of source ${clash.id}, created through the admin API; give one of them another key`);
+      if (clash)
+        throw new Error(
+          `source ${s.id} in the config file uses the write key of source ${clash.id}, created through the admin API; give one of them another key`,
+        );
     }
     for (const s of fromFile.sources) await this.store.saveSource(s);
     for (const d of fromFile.destinations) await this.store.saveDestination(d);

@@ -29,11 +29,7 @@ export interface RoutedDelivery {
  * @param enabledDestinations The source's enabled destinations, each of a type `types` knows
  *   (see {@link Catalog.enabledDestinationsOf}).
  */
-export function routeMessage(
-  message: NormalizedMessage,
-  enabledDestinations: readonly DestinationConfig[],
-  types: DestinationRegistry,
-): RoutedDelivery[] {
+export function routeMessage(message: NormalizedMessage, enabledDestinations: readonly DestinationConfig[], types: DestinationRegistry): RoutedDelivery[] {
   const out: RoutedDelivery[] = [];
   // Nearly always a single type: its body is kept in two locals, and only a second type
   // needs a map.

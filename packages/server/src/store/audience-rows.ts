@@ -1,12 +1,4 @@
-import {
-  absentValue,
-  type AudienceKind,
-  type AudienceRecord,
-  type MembershipChange,
-  type Rule,
-  type SyncOutcome,
-  type TraitValue,
-} from '../model/audience.js';
+import { absentValue, type AudienceKind, type AudienceRecord, type MembershipChange, type Rule, type SyncOutcome, type TraitValue } from '../model/audience.js';
 
 /**
  * What the SQL audience stores share: the row shape and its mapping, the select, and the

@@ -18,9 +18,7 @@ export class CoalescedTask {
   private owed = false;
   private closed = false;
 
-  constructor(
-    private readonly options: { run: () => Promise<void> | void; clock: Clock; timers: Timers; intervalMs: number },
-  ) {}
+  constructor(private readonly options: { run: () => Promise<void> | void; clock: Clock; timers: Timers; intervalMs: number }) {}
 
   /**
    * Asks for a run. Resolves once a run that started after this request has finished, or

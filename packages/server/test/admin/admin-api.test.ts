@@ -23,7 +23,16 @@ describe('the admin API refuses what it does not define', () => {
   const bearer = `Bearer ${adminToken}`;
 
   test('everything under /admin asks for the token before anything else: 401 before 404', async () => {
-    const unknown = ['/admin', '/admin/', '/admin/v1', '/admin/v1/', '/admin/v1/nope', '/admin/v2/sources', '/admin/v1/sources/app/extra', '/admin/anything?x=1'];
+    const unknown = [
+      '/admin',
+      '/admin/',
+      '/admin/v1',
+      '/admin/v1/',
+      '/admin/v1/nope',
+      '/admin/v2/sources',
+      '/admin/v1/sources/app/extra',
+      '/admin/anything?x=1',
+    ];
     for (const path of unknown) {
       const anonymous = await get(path);
       assert.equal(anonymous.status, 401, `${path} without a token`);
@@ -75,7 +84,10 @@ describe('the admin API refuses what it does not define', () => {
     }
     const known = await get('/admin/v1/deliveries?status=pending&destinationId=hooks&sourceId=app&messageId=m-1&limit=10&after=0', bearer);
     assert.equal(known.status, 200);
-    assert.deepEqual(known.json.deliveries.map((d: any) => d.messageId), ['m-1']);
+    assert.deepEqual(
+      known.json.deliveries.map((d: any) => d.messageId),
+      ['m-1'],
+    );
   });
 
   test('an unknown destinationId or sourceId in a filter is a 404, not an empty list', async () => {
@@ -146,7 +158,11 @@ describe('PATCH /destinations/{id} is a JSON merge patch (RFC 7396)', () => {
     const urls = await patch({ settings: { webhooks: [{ url: 'https://b.example.com/hook' }] } });
     assert.equal(urls.status, 200);
     assert.equal(urls.json.settings.hasSharedSecret, true);
-    assert.deepEqual(stored().settings, { webhooks: [{ url: 'https://b.example.com/hook', headers: {} }], sharedSecret: 'whsec-1' }, 'the list replaced the old one whole');
+    assert.deepEqual(
+      stored().settings,
+      { webhooks: [{ url: 'https://b.example.com/hook', headers: {} }], sharedSecret: 'whsec-1' },
+      'the list replaced the old one whole',
+    );
 
     const unsigned = await patch({ settings: { sharedSecret: null } }, 'application/merge-patch+json');
     assert.equal(unsigned.status, 200);
@@ -196,8 +212,10 @@ describe('hostile admin bodies', () => {
     assert.equal(({} as { enabled?: unknown }).enabled, undefined, 'no prototype was touched');
   });
 
-  test('${VAR} in an admin body is kept as text: the server\'s environment cannot be read back', async () => {
-    const res = await t.admin('PATCH', '/destinations/hooks', { settings: { webhooks: [{ url: 'https://a.example.com/hook', headers: { 'X-Token': '${FERRY_ADMIN_TOKEN}' } }] } });
+  test("${VAR} in an admin body is kept as text: the server's environment cannot be read back", async () => {
+    const res = await t.admin('PATCH', '/destinations/hooks', {
+      settings: { webhooks: [{ url: 'https://a.example.com/hook', headers: { 'X-Token': '${FERRY_ADMIN_TOKEN}' } }] },
+    });
     assert.equal(res.status, 200);
     assert.equal(t.ferry.catalog.destination('hooks')!.settings.webhooks[0]!.headers['X-Token'], '${FERRY_ADMIN_TOKEN}');
   });

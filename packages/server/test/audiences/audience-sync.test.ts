@@ -48,7 +48,14 @@ const backends: Backend[] = [
 after(() => stopPostgres());
 
 /** A Ferry whose worker and sync loop are driven by hand, two destinations (one disabled) on one receiver. */
-async function setup(backend: Backend): Promise<{ ferry: TestFerry; receiver: TestReceiver; clock: ManualClock; sync: AudienceSync; count: (sql: string) => Promise<number>; close: () => Promise<void> }> {
+async function setup(backend: Backend): Promise<{
+  ferry: TestFerry;
+  receiver: TestReceiver;
+  clock: ManualClock;
+  sync: AudienceSync;
+  count: (sql: string) => Promise<number>;
+  close: () => Promise<void>;
+}> {
   const { store, cleanup, count } = await backend.open();
   const receiver = await startReceiver();
   const clock = new ManualClock();
@@ -137,7 +144,11 @@ for (const backend of backends) {
         );
 
         const got = await deliver(ferry, receiver);
-        assert.deepEqual(got.map((r) => r.path), ['/hooks', '/hooks'], 'the disabled destination gets nothing');
+        assert.deepEqual(
+          got.map((r) => r.path),
+          ['/hooks', '/hooks'],
+          'the disabled destination gets nothing',
+        );
         const u1 = got.find((r) => r.json.userId === 'u1')!;
         assert.deepEqual(Object.keys(u1.json), ['version', 'type', 'userId', 'messageId', 'timestamp', 'context', 'traits']);
         assert.deepEqual(u1.json, {
@@ -159,7 +170,10 @@ for (const backend of backends) {
         const { ferry, receiver, sync, clock } = t;
         clock.advance(60_000);
         const [outcome] = (await sync.syncAll()).filter((o) => o.id === 'pro-users');
-        assert.deepEqual({ ...outcome, syncedAtMs: 0 }, { id: 'pro-users', syncCount: 2, syncedAtMs: 0, added: 0, removed: 0, changed: 0, forgotten: 0, queued: 0, memberCount: 2 });
+        assert.deepEqual(
+          { ...outcome, syncedAtMs: 0 },
+          { id: 'pro-users', syncCount: 2, syncedAtMs: 0, added: 0, removed: 0, changed: 0, forgotten: 0, queued: 0, memberCount: 2 },
+        );
         assert.deepEqual(await deliver(ferry, receiver), []);
       });
 
@@ -221,7 +235,10 @@ for (const backend of backends) {
         const { ferry } = t;
         const list = await ferry.admin('GET', '/audiences');
         assert.equal(list.status, 200);
-        assert.deepEqual(list.json.audiences.map((a: { id: string }) => a.id), ['pro-users']);
+        assert.deepEqual(
+          list.json.audiences.map((a: { id: string }) => a.id),
+          ['pro-users'],
+        );
         const deleted = await ferry.admin('DELETE', '/audiences/pro-users');
         assert.equal(deleted.status, 204);
         assert.equal((await ferry.admin('GET', '/audiences/pro-users')).status, 404);
@@ -264,8 +281,20 @@ for (const backend of backends) {
         });
         assert.equal(repeat.status, 201);
         const first = await deliver(ferry, receiver);
-        assert.deepEqual(traitsByUser(first.filter((r) => 'recent_buyers' in r.json.traits), 'recent_buyers'), { u1: true, u2: true });
-        assert.deepEqual(traitsByUser(first.filter((r) => 'repeat_buyers' in r.json.traits), 'repeat_buyers'), { u2: true, u3: true });
+        assert.deepEqual(
+          traitsByUser(
+            first.filter((r) => 'recent_buyers' in r.json.traits),
+            'recent_buyers',
+          ),
+          { u1: true, u2: true },
+        );
+        assert.deepEqual(
+          traitsByUser(
+            first.filter((r) => 'repeat_buyers' in r.json.traits),
+            'repeat_buyers',
+          ),
+          { u2: true, u3: true },
+        );
 
         clock.set(t0 + 7 * dayMs);
         await sync.syncAll();
@@ -307,7 +336,10 @@ for (const backend of backends) {
         await sync.sync('logins-7d');
         assert.deepEqual(traitsByUser(await deliver(ferry, receiver), 'logins_last_7_days'), { c1: 0, c2: 1 });
 
-        assert.deepEqual((await ferry.admin('GET', '/computed-traits')).json.computedTraits.map((c: { id: string }) => c.id), ['logins-7d']);
+        assert.deepEqual(
+          (await ferry.admin('GET', '/computed-traits')).json.computedTraits.map((c: { id: string }) => c.id),
+          ['logins-7d'],
+        );
         assert.equal((await ferry.admin('GET', '/audiences/logins-7d')).status, 404, 'a computed trait is not an audience');
       });
     });
@@ -322,7 +354,12 @@ for (const backend of backends) {
       test('a sync that fails midway queues nothing and keeps the members, so the next sync sends the change once', async () => {
         const { ferry, receiver, clock, sync } = t;
         await ingest(ferry, [identify('a', { vip: true })]);
-        const created = await ferry.admin('POST', '/audiences', { id: 'vips', name: 'VIPs', destinationIds: ['hooks'], rule: { type: 'trait', trait: 'vip', equals: true } });
+        const created = await ferry.admin('POST', '/audiences', {
+          id: 'vips',
+          name: 'VIPs',
+          destinationIds: ['hooks'],
+          rule: { type: 'trait', trait: 'vip', equals: true },
+        });
         assert.equal(created.status, 201);
         assert.deepEqual(traitsByUser(await deliver(ferry, receiver), 'vi_ps'), { a: true });
 
@@ -361,12 +398,32 @@ for (const backend of backends) {
 
       const valid = { id: 'a1', name: 'Power Users', destinationIds: ['hooks'], rule: { type: 'event', event: 'Signed Up' } };
       const cases: { name: string; body: unknown; path: string | undefined; message: RegExp }[] = [
-        { name: 'unknown rule type', body: { ...valid, rule: { type: 'sql', query: 'x' } }, path: 'rule.type', message: /^rule\.type: must be "event" or "trait"$/ },
-        { name: 'event_count is for computed traits', body: { ...valid, rule: { type: 'event_count', event: 'x' } }, path: 'rule.type', message: /"event" or "trait"/ },
+        {
+          name: 'unknown rule type',
+          body: { ...valid, rule: { type: 'sql', query: 'x' } },
+          path: 'rule.type',
+          message: /^rule\.type: must be "event" or "trait"$/,
+        },
+        {
+          name: 'event_count is for computed traits',
+          body: { ...valid, rule: { type: 'event_count', event: 'x' } },
+          path: 'rule.type',
+          message: /"event" or "trait"/,
+        },
         { name: 'unknown key in a rule', body: { ...valid, rule: { type: 'event', event: 'x', within: 7 } }, path: 'rule.within', message: /unknown key/ },
         { name: 'minCount below 1', body: { ...valid, rule: { type: 'event', event: 'x', minCount: 0 } }, path: 'rule.minCount', message: /at least 1/ },
-        { name: 'fractional withinDays', body: { ...valid, rule: { type: 'event', event: 'x', withinDays: 1.5 } }, path: 'rule.withinDays', message: /whole number/ },
-        { name: 'trait rule compared with an object', body: { ...valid, rule: { type: 'trait', trait: 'plan', equals: { a: 1 } } }, path: 'rule.equals', message: /string, number, boolean or null/ },
+        {
+          name: 'fractional withinDays',
+          body: { ...valid, rule: { type: 'event', event: 'x', withinDays: 1.5 } },
+          path: 'rule.withinDays',
+          message: /whole number/,
+        },
+        {
+          name: 'trait rule compared with an object',
+          body: { ...valid, rule: { type: 'trait', trait: 'plan', equals: { a: 1 } } },
+          path: 'rule.equals',
+          message: /string, number, boolean or null/,
+        },
         { name: 'unknown destination', body: { ...valid, destinationIds: ['nope'] }, path: 'destinationIds[0]', message: /unknown destination "nope"/ },
         { name: 'no destination', body: { ...valid, destinationIds: [] }, path: 'destinationIds', message: /at least one destination/ },
         { name: 'unknown source', body: { ...valid, sourceIds: ['nope'] }, path: 'sourceIds[0]', message: /unknown source "nope"/ },
@@ -468,7 +525,12 @@ for (const backend of backends) {
       });
       for (const c of cases) {
         test(`${c.trait} equals ${JSON.stringify(c.equals)}: ${c.members.join(', ')}`, async () => {
-          const created = await t.ferry.admin('POST', '/audiences', { id: c.id, name: c.id, destinationIds: ['hooks'], rule: { type: 'trait', trait: c.trait, equals: c.equals } });
+          const created = await t.ferry.admin('POST', '/audiences', {
+            id: c.id,
+            name: c.id,
+            destinationIds: ['hooks'],
+            rule: { type: 'trait', trait: c.trait, equals: c.equals },
+          });
           assert.equal(created.status, 201, JSON.stringify(created.json));
           const got = await deliver(t.ferry, t.receiver);
           assert.deepEqual(got.map((r) => r.json.userId as string).sort(), c.members);
@@ -481,10 +543,13 @@ for (const backend of backends) {
         const { store, cleanup } = await backend.open();
         const receiver = await startReceiver();
         const clock = new ManualClock();
-        const ferry = await startFerry(testConfig([webhooksDestination('hooks', [`${receiver.url}/hooks`], { sources: [] })], { audiences: { syncIntervalMs: 60_000 } }), {
-          clock,
-          ...(store ? { store } : {}),
-        });
+        const ferry = await startFerry(
+          testConfig([webhooksDestination('hooks', [`${receiver.url}/hooks`], { sources: [] })], { audiences: { syncIntervalMs: 60_000 } }),
+          {
+            clock,
+            ...(store ? { store } : {}),
+          },
+        );
         try {
           const created = await ferry.admin('POST', '/audiences', {
             id: 'trial',
@@ -545,11 +610,22 @@ describe('postgres: two nodes sync the same audience', () => {
     const [a, b] = nodes as [TestFerry, TestFerry];
     const syncs = nodes.map((n) => n.ferry.audiences!);
 
-    const created = await a.admin('POST', '/audiences', { id: 'pro-users', name: 'Pro Users', destinationIds: ['hooks'], rule: { type: 'trait', trait: 'plan', equals: 'pro' } });
+    const created = await a.admin('POST', '/audiences', {
+      id: 'pro-users',
+      name: 'Pro Users',
+      destinationIds: ['hooks'],
+      rule: { type: 'trait', trait: 'plan', equals: 'pro' },
+    });
     assert.equal(created.status, 201);
     const users = Array.from({ length: 20 }, (_, i) => `p${String(i).padStart(2, '0')}`);
-    await ingest(a, users.slice(0, 10).map((u) => identify(u, { plan: 'pro' })));
-    await ingest(b, users.slice(10).map((u) => identify(u, { plan: 'pro' })));
+    await ingest(
+      a,
+      users.slice(0, 10).map((u) => identify(u, { plan: 'pro' })),
+    );
+    await ingest(
+      b,
+      users.slice(10).map((u) => identify(u, { plan: 'pro' })),
+    );
 
     // Hold the audience row so both syncs are inside their transactions at once, queued on
     // the lock; without it they could simply run one after the other.
@@ -566,7 +642,11 @@ describe('postgres: two nodes sync the same audience', () => {
     await waitForBlocked(watcher, holderPid, 2);
     await holder.query('COMMIT');
     const outcomes = await racing;
-    assert.deepEqual(outcomes.map((o) => o!.added).sort((x, y) => x - y), [0, 20], 'one node sent every change, the other found nothing left');
+    assert.deepEqual(
+      outcomes.map((o) => o!.added).sort((x, y) => x - y),
+      [0, 20],
+      'one node sent every change, the other found nothing left',
+    );
     assert.deepEqual(outcomes.map((o) => o!.syncCount).sort(), [2, 3], 'the syncs took turns');
 
     const queued = await a.ferry.store.listDeliveries({ limit: 1000 });
@@ -580,9 +660,16 @@ describe('postgres: two nodes sync the same audience', () => {
     const before = receiver.requests.length;
     for (const [round, leaving] of [users.slice(0, 5), users.slice(5, 12), []].entries()) {
       clock.advance(60_000);
-      await ingest(round % 2 === 0 ? a : b, leaving.map((u) => identify(u, { plan: 'free' })));
+      await ingest(
+        round % 2 === 0 ? a : b,
+        leaving.map((u) => identify(u, { plan: 'free' })),
+      );
       const both = await Promise.all(syncs.map((s) => s.sync('pro-users')));
-      assert.deepEqual(both.map((o) => o!.removed).sort((x, y) => x - y), [0, leaving.length], `round ${round}`);
+      assert.deepEqual(
+        both.map((o) => o!.removed).sort((x, y) => x - y),
+        [0, leaving.length],
+        `round ${round}`,
+      );
     }
     await Promise.all(nodes.map((n) => n.idle()));
     const removed = receiver.requests.slice(before);

@@ -42,7 +42,13 @@ describe('ferry serve', () => {
       JSON.stringify({
         sources: [{ id: 'app', name: 'App', writeKey: 'k' }],
         destinations: [
-          { id: 'd', type: 'Webhooks', name: 'D', sources: ['ghost'], settings: { webhooks: [{ url: 'https://x.example.com', headers: { 'X-A': 'a\r\nb' } }] } },
+          {
+            id: 'd',
+            type: 'Webhooks',
+            name: 'D',
+            sources: ['ghost'],
+            settings: { webhooks: [{ url: 'https://x.example.com', headers: { 'X-A': 'a\r\nb' } }] },
+          },
         ],
       }),
     );
@@ -146,9 +152,14 @@ describe('ferry serve refuses to start unsafely', () => {
 
   test('an admin token shorter than 32 characters, or a bad drain time, stops start-up with what to do', async () => {
     const path = configFile('token.json', JSON.stringify({ sources: [] }));
-    const weak = spawnFerry(['serve', '--config', path, '--data', join(dir, 'weak-token'), '--port', '0', '--host', '127.0.0.1'], { FERRY_ADMIN_TOKEN: 'abc123' });
+    const weak = spawnFerry(['serve', '--config', path, '--data', join(dir, 'weak-token'), '--port', '0', '--host', '127.0.0.1'], {
+      FERRY_ADMIN_TOKEN: 'abc123',
+    });
     assert.equal((await weak.waitForExit()).code, 1);
-    assert.match(weak.output(), /ferry: the admin token \(FERRY_ADMIN_TOKEN\) must be at least 32 characters long \(got 6\); make one with `openssl rand -hex 32`/);
+    assert.match(
+      weak.output(),
+      /ferry: the admin token \(FERRY_ADMIN_TOKEN\) must be at least 32 characters long \(got 6\); make one with `openssl rand -hex 32`/,
+    );
     assert.doesNotMatch(weak.output(), /abc123/);
     const drain = spawnFerry(['serve', '--config', path, '--data', join(dir, 'bad-drain'), '--port', '0', '--drain-ms', 'soon']);
     assert.equal((await drain.waitForExit()).code, 1);
@@ -157,11 +168,18 @@ describe('ferry serve refuses to start unsafely', () => {
 });
 
 describe('ferry serve start banner', () => {
-  test('lists the sources and destinations in force: the file\'s and those created through the admin API', async () => {
+  test("lists the sources and destinations in force: the file's and those created through the admin API", async () => {
     const dataDir = join(dir, 'banner');
     const store = new SqliteStore({ path: join(dataDir, 'ferry.db') });
     await store.saveSource({ id: 'made-by-api', name: 'Made by API', writeKey: 'api-key-0123456789' });
-    await store.saveDestination({ id: 'api-hooks', type: 'Webhooks', name: 'API hooks', enabled: false, sources: ['made-by-api'], settings: { webhooks: [{ url: 'https://h.example.com', headers: {} }] } });
+    await store.saveDestination({
+      id: 'api-hooks',
+      type: 'Webhooks',
+      name: 'API hooks',
+      enabled: false,
+      sources: ['made-by-api'],
+      settings: { webhooks: [{ url: 'https://h.example.com', headers: {} }] },
+    });
     await store.close();
     const path = configFile('banner.json', JSON.stringify({ sources: [{ id: 'app', writeKey: 'file-key-0123456789' }] }));
     const ferry = spawnFerry(['serve', '--config', path, '--data', dataDir, '--port', '0', '--host', '127.0.0.1']);
@@ -178,8 +196,21 @@ describe('ferry listen', () => {
     const listener = spawnFerry(['listen', '--port', '0', '--secret', 's3cret']);
     after(() => void listener.child.kill('SIGKILL'));
     const [, url] = await listener.waitForOutput(/Listening for webhooks on (http:\/\/\S+)/);
-    const body = JSON.stringify({ version: 1, type: 'track', userId: 'u-7', messageId: 'm-7', timestamp: '2026-01-01T00:00:00.000Z', context: {}, event: 'Paid', properties: {} });
-    const good = await fetch(url!, { method: 'POST', headers: { 'content-type': 'application/json', 'x-signature': createHmac('sha1', 's3cret').update(body).digest('hex') }, body });
+    const body = JSON.stringify({
+      version: 1,
+      type: 'track',
+      userId: 'u-7',
+      messageId: 'm-7',
+      timestamp: '2026-01-01T00:00:00.000Z',
+      context: {},
+      event: 'Paid',
+      properties: {},
+    });
+    const good = await fetch(url!, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-signature': createHmac('sha1', 's3cret').update(body).digest('hex') },
+      body,
+    });
     assert.equal(good.status, 200);
     await listener.waitForOutput(/Paid[\s\S]*m-7[\s\S]*verified/);
     const bad = await fetch(url!, { method: 'POST', headers: { 'content-type': 'application/json', 'x-signature': 'deadbeef' }, body });

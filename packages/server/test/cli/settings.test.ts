@@ -85,7 +85,11 @@ describe('readSettings', () => {
       [{ FERRY_TRUST_PROXY: 'on' }, /^FERRY_TRUST_PROXY must be 1, true, yes, 0, false or no \(got "on"\)$/],
       [{ FERRY_INGEST_BODY_BUDGET_BYTES: '64MiB' }, /^FERRY_INGEST_BODY_BUDGET_BYTES must be an integer/],
     ] as const)
-      assert.throws(() => readSettings({}, env), (error: Error) => message.test(error.message), JSON.stringify(env));
+      assert.throws(
+        () => readSettings({}, env),
+        (error: Error) => message.test(error.message),
+        JSON.stringify(env),
+      );
     assert.equal(readSettings({}, { FERRY_TRUST_PROXY: 'false' }).trustProxy, false);
   });
 });

@@ -87,10 +87,7 @@ describe('loadConfigFile', () => {
 
   it('L04 an unset variable without default names the variable, the file and the path', () => {
     const path = file('ferry.config.yaml', yamlConfig);
-    const err = assertConfigError(
-      () => loadConfigFile(path, {}),
-      'ferry.config.yaml: sources[0].writeKey: environment variable BACKEND_WRITE_KEY is not set',
-    );
+    const err = assertConfigError(() => loadConfigFile(path, {}), 'ferry.config.yaml: sources[0].writeKey: environment variable BACKEND_WRITE_KEY is not set');
     assert.equal(err.path, 'sources[0].writeKey');
   });
 
@@ -100,7 +97,10 @@ describe('loadConfigFile', () => {
       'ferry.config.yaml',
       `sources: [{ id: a, writeKey: k }]\ndestinations:\n  - id: d\n    type: Webhooks\n    sources: [a]\n    settings:\n      webhooks:\n${entries}\n`,
     );
-    const err = assertConfigError(() => loadConfigFile(path, {}), /ferry\.config\.yaml: destinations\[0\]\.settings\.webhooks: at most 5 webhook URLs \(got 6\)$/);
+    const err = assertConfigError(
+      () => loadConfigFile(path, {}),
+      /ferry\.config\.yaml: destinations\[0\]\.settings\.webhooks: at most 5 webhook URLs \(got 6\)$/,
+    );
     assert.equal(err.issues.length, 1);
     assert.equal(err.file, path);
   });
@@ -121,7 +121,10 @@ describe('loadConfigFile', () => {
   });
 
   it('L07 an unknown source in a file', () => {
-    const path = file('ferry.config.yaml', `sources: [{ id: a, writeKey: k }]\ndestinations: [{ id: d, type: Webhooks, sources: [b], settings: { webhookUrl: "https://h/" } }]\n`);
+    const path = file(
+      'ferry.config.yaml',
+      `sources: [{ id: a, writeKey: k }]\ndestinations: [{ id: d, type: Webhooks, sources: [b], settings: { webhookUrl: "https://h/" } }]\n`,
+    );
     assertConfigError(() => loadConfigFile(path, {}), 'ferry.config.yaml: destinations[0].sources[0]: unknown source "b"');
   });
 
@@ -225,7 +228,11 @@ describe('${VAR} expansion', () => {
   });
 
   it('E15 every unset variable is reported', () => {
-    const err = assertConfigError(() => expandEnvironment({ a: '${X}', b: ['${Y}'] }, {}, 'f.yaml'), 'a: environment variable X is not set', 'b[0]: environment variable Y is not set');
+    const err = assertConfigError(
+      () => expandEnvironment({ a: '${X}', b: ['${Y}'] }, {}, 'f.yaml'),
+      'a: environment variable X is not set',
+      'b[0]: environment variable Y is not set',
+    );
     assert.equal(err.issues.length, 2);
   });
 });
@@ -273,7 +280,10 @@ describe('applyEnvironment', () => {
   });
 
   it('refuses a value it does not understand', () => {
-    assertConfigError(() => applyEnvironment(config, { FERRY_ALLOW_PRIVATE_NETWORKS: 'on' }), 'FERRY_ALLOW_PRIVATE_NETWORKS: must be 1, true, yes, 0, false or no');
+    assertConfigError(
+      () => applyEnvironment(config, { FERRY_ALLOW_PRIVATE_NETWORKS: 'on' }),
+      'FERRY_ALLOW_PRIVATE_NETWORKS: must be 1, true, yes, 0, false or no',
+    );
   });
 });
 
@@ -287,10 +297,13 @@ describe('a file that breaks several rules', () => {
     );
     const err = assertConfigError(() => loadConfigFile(path, {}));
     const lines = err.message.split('\n');
-    assert.deepEqual(
-      lines.map((line) => line.slice(path.length + 2).replace(/: .*$/, '')).sort(),
-      ['destinations[0].settings.webhooks', 'destinations[0].settings.webhooks[0].headers', 'destinations[0].sources[1]', 'sources[1].id', 'sources[1].writeKey'],
-    );
+    assert.deepEqual(lines.map((line) => line.slice(path.length + 2).replace(/: .*$/, '')).sort(), [
+      'destinations[0].settings.webhooks',
+      'destinations[0].settings.webhooks[0].headers',
+      'destinations[0].sources[1]',
+      'sources[1].id',
+      'sources[1].writeKey',
+    ]);
     for (const line of lines) assert.ok(line.startsWith(`${path}: `), line);
     assert.match(err.message, /webhooks: at most 5 webhook URLs \(got 6\)/);
     assert.match(err.message, /headers: at most 5 headers per webhook \(got 6\)/);
@@ -302,7 +315,12 @@ describe('a file that breaks several rules', () => {
 describe('YAML errors never repeat a secret', () => {
   const secret = 'secret-9f8e7d6c';
   const cases: { name: string; yaml: string; path?: string; where: RegExp }[] = [
-    { name: 'a write key beginning with * (an alias)', yaml: `sources:\n  - id: app\n    writeKey: *${secret}\n`, path: 'sources[0].writeKey', where: /line 3, column 15/ },
+    {
+      name: 'a write key beginning with * (an alias)',
+      yaml: `sources:\n  - id: app\n    writeKey: *${secret}\n`,
+      path: 'sources[0].writeKey',
+      where: /line 3, column 15/,
+    },
     {
       name: 'a shared secret beginning with * in a later destination',
       yaml: `sources:\n  - id: app\n    writeKey: k\ndestinations:\n  - id: d\n    type: Webhooks\n    sources: [app]\n    settings:\n      webhookUrl: https://h.example.com\n      sharedSecret: *${secret}\n`,
@@ -311,7 +329,11 @@ describe('YAML errors never repeat a secret', () => {
     },
     { name: 'a value beginning with an unknown tag', yaml: `sources:\n  - id: app\n    writeKey: !${secret}\n`, where: /line 3/ },
     { name: 'a bad escape in a double-quoted value', yaml: `sources:\n  - id: app\n    writeKey: "\\q${secret}"\n`, where: /line 3/ },
-    { name: 'a header value holding ": "', yaml: `sources:\n  - id: app\n    writeKey: k\ndestinations:\n  - id: d\n    type: Webhooks\n    sources: [app]\n    settings:\n      webhooks:\n        - url: https://h.example.com\n          headers: { Authorization: Bearer: ${secret} }\n`, where: /line 11/ },
+    {
+      name: 'a header value holding ": "',
+      yaml: `sources:\n  - id: app\n    writeKey: k\ndestinations:\n  - id: d\n    type: Webhooks\n    sources: [app]\n    settings:\n      webhooks:\n        - url: https://h.example.com\n          headers: { Authorization: Bearer: ${secret} }\n`,
+      where: /line 11/,
+    },
     { name: 'an unterminated quote', yaml: `sources:\n  - id: app\n    writeKey: "${secret}\n`, where: /line \d+/ },
     { name: 'a stray character after a quoted value', yaml: `sources:\n  - id: app\n    writeKey: "k" ${secret}\n`, where: /line 3/ },
     { name: 'a value beginning with a reserved character', yaml: `sources:\n  - id: app\n    writeKey: @${secret}\n`, where: /line 3/ },
@@ -326,7 +348,10 @@ describe('YAML errors never repeat a secret', () => {
   }
 
   it('a reference malformed inside a write key is reported without its text', () => {
-    const err = assertConfigError(() => expandEnvironment({ sources: [{ writeKey: `ab\${${secret}}` }] }, {}, 'f.yaml'), 'f.yaml: sources[0].writeKey: malformed reference');
+    const err = assertConfigError(
+      () => expandEnvironment({ sources: [{ writeKey: `ab\${${secret}}` }] }, {}, 'f.yaml'),
+      'f.yaml: sources[0].writeKey: malformed reference',
+    );
     assert.ok(!err.message.includes(secret.slice(0, 10)));
   });
 });

@@ -1,13 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { defaultDeliverySettings, defaultRetrySettings } from '../../src/config/defaults.js';
-import {
-  checkCidr,
-  validateConfig,
-  validateDestination,
-  validateSource,
-  type ConfigIssue,
-} from '../../src/config/schema.js';
+import { checkCidr, validateConfig, validateDestination, validateSource, type ConfigIssue } from '../../src/config/schema.js';
 import { checkWebhookUrl } from '../../src/destinations/webhooks/settings-schema.js';
 import { FerryError } from '../../src/errors/error-codes.js';
 
@@ -437,7 +431,8 @@ describe('validateSource / validateDestination (admin API)', () => {
   it('refuses a broken source with invalid_settings and a path', () => {
     assert.throws(
       () => validateSource({ id: 'Web', writeKey: 'k' }, existing),
-      (err: unknown) => err instanceof FerryError && err.code === 'invalid_settings' && err.status === 400 && err.path === 'id' && /^id: must match/.test(err.message),
+      (err: unknown) =>
+        err instanceof FerryError && err.code === 'invalid_settings' && err.status === 400 && err.path === 'id' && /^id: must match/.test(err.message),
     );
     assert.throws(
       () => validateSource({ id: 'web', writeKey: 'k', extra: 1 }, existing),
@@ -481,8 +476,7 @@ describe('validateSource / validateDestination (admin API)', () => {
     const six = { ...destination, settings: { webhooks: urls(6) } };
     assert.throws(
       () => validateDestination(six, ['backend']),
-      (err: unknown) =>
-        err instanceof FerryError && err.path === 'settings.webhooks' && err.message === 'settings.webhooks: at most 5 webhook URLs (got 6)',
+      (err: unknown) => err instanceof FerryError && err.path === 'settings.webhooks' && err.message === 'settings.webhooks: at most 5 webhook URLs (got 6)',
     );
   });
 

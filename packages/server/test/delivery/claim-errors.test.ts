@@ -16,13 +16,17 @@ test('a claim that keeps failing is logged once in full, then once a minute with
   const { worker } = ferry.ferry;
   /** Moves the clock `stepMs` and waits for the claim round that follows to fail, `n` times. */
   const failures = (n: number, stepMs = 5) =>
-    within(10_000, `${n} failed claims`, (async () => {
-      for (let i = 0; i < n; i++) {
-        const failed = once(worker, 'worker:error');
-        clock.advance(stepMs);
-        await failed;
-      }
-    })());
+    within(
+      10_000,
+      `${n} failed claims`,
+      (async () => {
+        for (let i = 0; i < n; i++) {
+          const failed = once(worker, 'worker:error');
+          clock.advance(stepMs);
+          await failed;
+        }
+      })(),
+    );
   try {
     // A real fault: the store goes away under the running worker, and every claim fails alike.
     await ferry.ferry.store.close();

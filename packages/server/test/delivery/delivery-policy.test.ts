@@ -207,7 +207,10 @@ describe('delivery decisions', () => {
     const attempts = detail.json.attempts as any[];
     assert.equal(attempts.length, 246);
     const offsets = schedule.map(([n]) => (Date.parse(attempts[n - 1].startedAt) - first) / 1000);
-    assert.deepEqual(offsets, schedule.map(([, seconds]) => seconds));
+    assert.deepEqual(
+      offsets,
+      schedule.map(([, seconds]) => seconds),
+    );
     assert.equal(detail.json.attempts.at(-1).responseBody, 'still broken');
   });
 
@@ -228,7 +231,10 @@ describe('delivery decisions', () => {
     assert.equal(a.requests[1]!.json.messageId, 'replay-me');
     const detail = await ferry.admin('GET', `/deliveries/${letters.json.deliveries[0].id}`);
     assert.equal(detail.json.status, 'succeeded');
-    assert.deepEqual(detail.json.attempts.map((x: any) => x.trigger), ['scheduled', 'manual']);
+    assert.deepEqual(
+      detail.json.attempts.map((x: any) => x.trigger),
+      ['scheduled', 'manual'],
+    );
   });
 
   test('bulk replay takes every dead letter of a destination', async () => {

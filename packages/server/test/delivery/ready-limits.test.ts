@@ -29,7 +29,10 @@ describe('jobs held ready', () => {
 
   test('a lease under 3 x timeoutMs + 1000 holds nothing ready, unless exchanges are seen to be far shorter than the timeout', () => {
     assert.equal(readyLimits({ ...settings, timeoutMs: 5000, leaseMs: 11_000 }, { destination: 1, any: 1 }).perDestination, 400);
-    assert.deepEqual(readyLimits({ ...settings, timeoutMs: 5000, leaseMs: 11_000 }, { destination: undefined, any: undefined }), { perDestination: 0, total: 0 });
+    assert.deepEqual(readyLimits({ ...settings, timeoutMs: 5000, leaseMs: 11_000 }, { destination: undefined, any: undefined }), {
+      perDestination: 0,
+      total: 0,
+    });
   });
 });
 

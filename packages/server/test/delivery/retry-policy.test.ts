@@ -36,12 +36,24 @@ describe('retry policy: which results are temporary', () => {
 
 describe('retry policy: the schedule', () => {
   test('S01 delays double from the initial delay up to the cap', () => {
-    assert.deepEqual([1, 2, 3, 4, 5, 6, 7, 8, 9].map((n) => baseDelayMs(settings, n)), [2000, 4000, 8000, 16000, 32000, 64000, 128000, 256000, 300000]);
+    assert.deepEqual(
+      [1, 2, 3, 4, 5, 6, 7, 8, 9].map((n) => baseDelayMs(settings, n)),
+      [2000, 4000, 8000, 16000, 32000, 64000, 128000, 256000, 300000],
+    );
   });
   test('S02 jitter spreads a delay by at most ±jitter', () => {
-    assert.equal(withJitter(10_000, 0.2, () => 0), 8000);
-    assert.equal(withJitter(10_000, 0.2, () => 0.5), 10_000);
-    assert.equal(withJitter(10_000, 0.2, () => 0.999999), 12_000);
+    assert.equal(
+      withJitter(10_000, 0.2, () => 0),
+      8000,
+    );
+    assert.equal(
+      withJitter(10_000, 0.2, () => 0.5),
+      10_000,
+    );
+    assert.equal(
+      withJitter(10_000, 0.2, () => 0.999999),
+      12_000,
+    );
   });
 });
 
@@ -53,12 +65,18 @@ describe('retry policy: the outcome of one attempt', () => {
     assert.deepEqual(decide([{ statusCode: 500, errorClass: 'http' }, { statusCode: 200 }, { errorClass: 'timeout' }]), { status: 'succeeded' });
   });
   test('D02 only permanent failures: dead letter at once', () => {
-    const o = decide([{ statusCode: 404, errorClass: 'http' }, { errorClass: 'tls', errorMessage: 'self-signed' }]);
+    const o = decide([
+      { statusCode: 404, errorClass: 'http' },
+      { errorClass: 'tls', errorMessage: 'self-signed' },
+    ]);
     assert.equal(o.status, 'dead');
     assert.equal(o.status === 'dead' && o.reason, 'non_retryable_response');
   });
   test('D03 one temporary failure among permanent ones: retry', () => {
-    const o = decide([{ statusCode: 404, errorClass: 'http' }, { statusCode: 503, errorClass: 'http' }]);
+    const o = decide([
+      { statusCode: 404, errorClass: 'http' },
+      { statusCode: 503, errorClass: 'http' },
+    ]);
     assert.deepEqual(o.status === 'pending' && o.nextAttemptAtMs, 2000);
   });
   test('D04 Retry-After stretches the delay, up to the cap, never shortens it', () => {

@@ -40,7 +40,8 @@ describe('send guards', () => {
   }
 
   const arrivedAt = (path: string) => receiver.requests.filter((r) => r.path === path).length;
-  const deliveriesOf = async (id: string) => (await ferry.admin('GET', `/deliveries?destinationId=${id}`)).json.deliveries as { status: string; attemptCount: number }[];
+  const deliveriesOf = async (id: string) =>
+    (await ferry.admin('GET', `/deliveries?destinationId=${id}`)).json.deliveries as { status: string; attemptCount: number }[];
 
   test('G01 a held destination sends nothing and makes no attempt until the hold ends; the other is served meanwhile', async () => {
     const clock = new ManualClock();
@@ -52,7 +53,14 @@ describe('send guards', () => {
     assert.equal(arrivedAt('/open'), 3);
     assert.equal(arrivedAt('/held'), 0);
     assert.ok(guard.asked.includes('open') && guard.asked.includes('held'), 'the guard is consulted for every destination');
-    assert.deepEqual((await deliveriesOf('held')).map((d) => [d.status, d.attemptCount]), [['pending', 0], ['pending', 0], ['pending', 0]]);
+    assert.deepEqual(
+      (await deliveriesOf('held')).map((d) => [d.status, d.attemptCount]),
+      [
+        ['pending', 0],
+        ['pending', 0],
+        ['pending', 0],
+      ],
+    );
 
     // Still held one millisecond before the end: not even claimed.
     clock.set(openAt - 1);
@@ -63,7 +71,14 @@ describe('send guards', () => {
     clock.set(openAt);
     await ferry.idle();
     assert.equal(arrivedAt('/held'), 3);
-    assert.deepEqual((await deliveriesOf('held')).map((d) => [d.status, d.attemptCount]), [['succeeded', 1], ['succeeded', 1], ['succeeded', 1]]);
+    assert.deepEqual(
+      (await deliveriesOf('held')).map((d) => [d.status, d.attemptCount]),
+      [
+        ['succeeded', 1],
+        ['succeeded', 1],
+        ['succeeded', 1],
+      ],
+    );
   });
 
   test('G02 the running loop waits for the hold to end on the clock, then sends', async () => {

@@ -1,10 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import {
-  buildAudienceIdentifyBody,
-  buildDeleteBody,
-  buildWebhookBody,
-} from '../../src/destinations/webhooks/body.js';
+import { buildAudienceIdentifyBody, buildDeleteBody, buildWebhookBody } from '../../src/destinations/webhooks/body.js';
 import type { NormalizedMessage } from '../../src/model/message.js';
 import { normalizeMessage } from '../../src/ingest/normalize.js';
 
@@ -32,7 +28,13 @@ describe('buildWebhookBody: byte for byte', () => {
   const cases: [string, NormalizedMessage, string][] = [
     [
       'W01 page with name, category and properties',
-      stored({ type: 'page', userId: 'u1', name: 'Pricing', category: 'Docs', properties: { path: '/pricing', url: 'https://x.test/pricing', title: 'Pricing', referrer: '', plan: 'pro' } }),
+      stored({
+        type: 'page',
+        userId: 'u1',
+        name: 'Pricing',
+        category: 'Docs',
+        properties: { path: '/pricing', url: 'https://x.test/pricing', title: 'Pricing', referrer: '', plan: 'pro' },
+      }),
       `{"version":1,"type":"page","userId":"u1",${head},"name":"Pricing","category":"Docs","properties":{"path":"/pricing","url":"https://x.test/pricing","title":"Pricing","referrer":"","plan":"pro"}}`,
     ],
     [
@@ -47,7 +49,18 @@ describe('buildWebhookBody: byte for byte', () => {
     ],
     [
       'W04 screen with name, category and properties',
-      stored({ type: 'screen', userId: 'u1', name: 'Home', category: 'Feed', properties: { tab: 'feed' }, context: { device: { model: 'Pixel 8', type: 'android' }, os: { name: 'Android', version: '14' }, app: { build: '42', name: 'Ferry', version: '1.2.0' } } }),
+      stored({
+        type: 'screen',
+        userId: 'u1',
+        name: 'Home',
+        category: 'Feed',
+        properties: { tab: 'feed' },
+        context: {
+          device: { model: 'Pixel 8', type: 'android' },
+          os: { name: 'Android', version: '14' },
+          app: { build: '42', name: 'Ferry', version: '1.2.0' },
+        },
+      }),
       '{"version":1,"type":"screen","userId":"u1","messageId":"m1","timestamp":"2024-01-02T03:04:05.678Z",' +
         '"context":{"device":{"model":"Pixel 8","type":"android"},"os":{"name":"Android","version":"14"},"app":{"build":"42","name":"Ferry","version":"1.2.0"}},' +
         '"name":"Home","category":"Feed","properties":{"tab":"feed"}}',
@@ -167,17 +180,17 @@ describe('buildWebhookBody: byte for byte', () => {
   ];
   for (const [name, message, field] of misuse) {
     test(`${name} is a bug: TypeError`, () => {
-      assert.throws(() => buildWebhookBody(message), (err: unknown) => err instanceof TypeError && err.message.includes(field));
+      assert.throws(
+        () => buildWebhookBody(message),
+        (err: unknown) => err instanceof TypeError && err.message.includes(field),
+      );
     });
   }
 });
 
 describe('buildDeleteBody', () => {
   test('X01 exactly type, userId, timestamp', () => {
-    assert.equal(
-      buildDeleteBody('u1', Date.parse('2024-01-02T03:04:05.678Z')),
-      '{"type":"delete","userId":"u1","timestamp":"2024-01-02T03:04:05.678Z"}',
-    );
+    assert.equal(buildDeleteBody('u1', Date.parse('2024-01-02T03:04:05.678Z')), '{"type":"delete","userId":"u1","timestamp":"2024-01-02T03:04:05.678Z"}');
   });
 
   test('X02 milliseconds are always written, the id is escaped', () => {

@@ -34,12 +34,24 @@ const importsOf = (filter: (module: string) => boolean, target: (imported: strin
   [...graph].filter(([module]) => filter(module)).flatMap(([module, imported]) => imported.filter(target).map((t) => `${module} -> ${t}`));
 
 test('ingestion imports no destination', () => {
-  assert.deepEqual(importsOf((m) => m.startsWith('ingest/'), (t) => t.startsWith('destinations/')), []);
+  assert.deepEqual(
+    importsOf(
+      (m) => m.startsWith('ingest/'),
+      (t) => t.startsWith('destinations/'),
+    ),
+    [],
+  );
 });
 
 test('the Webhooks type is imported only from its own folder, the public entry point and the webhook demo', () => {
   const allowed = (m: string) => m.startsWith('destinations/webhooks/') || m === 'destinations/registry.ts' || m === 'index.ts' || m === 'cli/dev.ts';
-  assert.deepEqual(importsOf((m) => !allowed(m), (t) => t.startsWith('destinations/webhooks/')), []);
+  assert.deepEqual(
+    importsOf(
+      (m) => !allowed(m),
+      (t) => t.startsWith('destinations/webhooks/'),
+    ),
+    [],
+  );
 });
 
 /** Cycles that were there before this check, to be broken (docs/architecture.md, "Not yet so"). */
@@ -59,5 +71,8 @@ test('no module of src/ imports itself round a cycle, but the known ones', () =>
     state.set(module, 'done');
   };
   for (const module of graph.keys()) visit(module, []);
-  assert.deepEqual(cycles.filter((c) => !knownCycles.includes(c)), []);
+  assert.deepEqual(
+    cycles.filter((c) => !knownCycles.includes(c)),
+    [],
+  );
 });

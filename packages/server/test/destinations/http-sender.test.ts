@@ -164,9 +164,7 @@ describe('createHttpSender over plain HTTP', () => {
   it('keeps Host and framing headers under its own control', async () => {
     const receiver = await startReceiver();
     try {
-      const result = await sender.send(
-        post(receiver.url, { headers: { host: 'internal.example', 'content-length': '1', connection: 'close' } }),
-      );
+      const result = await sender.send(post(receiver.url, { headers: { host: 'internal.example', 'content-length': '1', connection: 'close' } }));
       assert.equal(result.statusCode, 200);
       const [got] = receiver.requests as [Received];
       assert.equal(got.headers.host, `127.0.0.1:${receiver.port}`);
@@ -380,12 +378,7 @@ describe('createHttpSender over plain HTTP', () => {
     assert.equal(result.errorClass, 'dns');
   });
 
-  const invalidUrls = [
-    'not a url',
-    'ftp://127.0.0.1/hooks',
-    'file:///etc/passwd',
-    'http://user:secret@127.0.0.1/hooks',
-  ];
+  const invalidUrls = ['not a url', 'ftp://127.0.0.1/hooks', 'file:///etc/passwd', 'http://user:secret@127.0.0.1/hooks'];
   for (const url of invalidUrls) {
     it(`refuses ${JSON.stringify(url)} as invalid_url`, async () => {
       const result = await sender.send(post(url));
@@ -477,10 +470,7 @@ describe('createHttpSender lifecycle', () => {
   });
 
   it('refuses a malformed allowedNetworks entry at construction', () => {
-    assert.throws(
-      () => createHttpSender({ allowPrivateNetworks: false, allowedNetworks: ['10.0.0.0/33'] }),
-      /10\.0\.0\.0\/33/,
-    );
+    assert.throws(() => createHttpSender({ allowPrivateNetworks: false, allowedNetworks: ['10.0.0.0/33'] }), /10\.0\.0\.0\/33/);
     assert.throws(() => createHttpSender({ allowPrivateNetworks: false, allowedNetworks: ['intranet'] }), RangeError);
   });
 });

@@ -165,9 +165,7 @@ describe('createGuardedLookup', () => {
   type Outcome = { error: NodeJS.ErrnoException | null; address: unknown; family?: number | undefined };
   const lookup = (policy: NetworkPolicy, hostname: string, all: boolean): Promise<Outcome> =>
     new Promise((resolve) => {
-      createGuardedLookup(policy, resolver)(hostname, { all }, (error, address, family) =>
-        resolve({ error, address, family }),
-      );
+      createGuardedLookup(policy, resolver)(hostname, { all }, (error, address, family) => resolve({ error, address, family }));
     });
 
   it('passes every address through when all are public (all: true)', async () => {
@@ -219,23 +217,20 @@ describe('the HTTP sender behind the guard, against a loopback receiver', () => 
     await within(10_000, 'the test server to listen', new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve)));
     port = (server.address() as AddressInfo).port;
   });
-  after(
-    () =>
-      within(
-        10_000,
-        'the test server to close',
-        new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeAllConnections();
-        }),
-      ),
+  after(() =>
+    within(
+      10_000,
+      'the test server to close',
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+    ),
   );
 
   const send = (policy: NetworkPolicy, url: string) => {
     const sender = createHttpSender(policy);
-    return sender
-      .send({ url, headers: { 'content-type': 'application/json' }, body: Buffer.from('{}'), timeoutMs: 5000 })
-      .finally(() => sender.close());
+    return sender.send({ url, headers: { 'content-type': 'application/json' }, body: Buffer.from('{}'), timeoutMs: 5000 }).finally(() => sender.close());
   };
 
   const urls = (): string[] => [

@@ -75,6 +75,9 @@ describe('a toy second destination type', () => {
     await t.deletionsDone();
     const { json } = await t.admin('GET', '/deliveries');
     const notices = (json.deliveries as { destinationId: string; kind: string }[]).filter((d) => d.kind === 'delete');
-    assert.deepEqual(notices.map((d) => d.destinationId), ['hooks']);
+    assert.deepEqual(
+      notices.map((d) => d.destinationId),
+      ['hooks'],
+    );
   });
 });

@@ -65,7 +65,10 @@ describe('docs/errors.md', () => {
     for (const [code, { status }] of Object.entries(errorCodes)) {
       const cells = rows.get(code)!;
       assert.equal(cells[0], String(status), `docs/errors.md gives ${code} the status ${cells[0]}; the registry says ${status}`);
-      assert.ok(cells.slice(1).every((c) => c.length > 0), `${code}: every column of its row must be filled in`);
+      assert.ok(
+        cells.slice(1).every((c) => c.length > 0),
+        `${code}: every column of its row must be filled in`,
+      );
     }
   });
 

@@ -16,8 +16,22 @@ test('@ferry/analytics -> Ferry -> webhook receiver: every call type arrives as 
   const at = '2026-04-01T10:00:00.000Z';
   analytics.identify({ userId: 'u1', traits: { email: 'u1@example.com' }, timestamp: at, messageId: 'c-identify' });
   analytics.track({ userId: 'u1', event: 'Order Completed', properties: { revenue: 42 }, timestamp: at, messageId: 'c-track' });
-  analytics.page({ userId: 'u1', name: 'Pricing', category: 'Marketing', properties: { path: '/pricing', url: 'https://example.com/pricing', title: 'Pricing', referrer: '' }, timestamp: at, messageId: 'c-page' });
-  analytics.screen({ userId: 'u1', name: 'Home', properties: { tab: 'a' }, context: { device: { model: 'X1', type: 'ios' } }, timestamp: at, messageId: 'c-screen' });
+  analytics.page({
+    userId: 'u1',
+    name: 'Pricing',
+    category: 'Marketing',
+    properties: { path: '/pricing', url: 'https://example.com/pricing', title: 'Pricing', referrer: '' },
+    timestamp: at,
+    messageId: 'c-page',
+  });
+  analytics.screen({
+    userId: 'u1',
+    name: 'Home',
+    properties: { tab: 'a' },
+    context: { device: { model: 'X1', type: 'ios' } },
+    timestamp: at,
+    messageId: 'c-screen',
+  });
   analytics.group({ userId: 'u1', groupId: 'acme', traits: { plan: 'enterprise' }, timestamp: at, messageId: 'c-group' });
   analytics.alias({ userId: 'u1', previousId: 'anon-1', timestamp: at, messageId: 'c-alias' });
   analytics.track({ userId: 'u1', event: 'Not for webhooks', integrations: { Webhooks: false }, messageId: 'c-skipped' });

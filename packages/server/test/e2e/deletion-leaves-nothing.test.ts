@@ -72,7 +72,12 @@ const backends: Backend[] = [
             const hits: Hit[] = [];
             // row_to_json: every column as text, whatever its type.
             for (const { name } of tables)
-              hits.push(...hitsIn(name, (await client.query<{ r: Record<string, unknown> }>(`SELECT row_to_json(t) AS r FROM "${name}" t`)).rows.map((x) => x.r)));
+              hits.push(
+                ...hitsIn(
+                  name,
+                  (await client.query<{ r: Record<string, unknown> }>(`SELECT row_to_json(t) AS r FROM "${name}" t`)).rows.map((x) => x.r),
+                ),
+              );
             return hits;
           }),
       };
@@ -133,13 +138,21 @@ for (const backend of backends) {
           { type: 'track', userId: 'bystander', event: 'Order Completed', properties: { code: 'plum-1' } },
         ],
       });
-      assert.deepEqual(batch.json.rejected.map((r: { code: string }) => r.code), ['invalid_timestamp']);
+      assert.deepEqual(
+        batch.json.rejected.map((r: { code: string }) => r.code),
+        ['invalid_timestamp'],
+      );
       await ferry.idle();
       // A second attempt of the failing ones: PostgreSQL keeps a first attempt in the delivery's row, later ones in `attempts`.
       clock.advance(3_600_000);
       await ferry.idle();
       // An audience the user is a member of, synced to a destination.
-      const audience = await ferry.admin('POST', '/audiences', { id: 'pro', name: 'Pro', destinationIds: ['hooks'], rule: { type: 'trait', trait: 'plan', equals: 'pro' } });
+      const audience = await ferry.admin('POST', '/audiences', {
+        id: 'pro',
+        name: 'Pro',
+        destinationIds: ['hooks'],
+        rule: { type: 'trait', trait: 'plan', equals: 'pro' },
+      });
       assert.equal(audience.status, 201, JSON.stringify(audience.json));
       await ferry.idle();
       const audienceSent = receiver.requests.find((r) => r.json.type === 'identify' && r.json.traits?.pro === true);
@@ -149,7 +162,10 @@ for (const backend of backends) {
       const before = await search(ferry);
       assert.deepEqual([...new Set(before.flatMap((h) => h.found))].sort(), [...traces].sort());
       for (const table of ['events', 'deliveries', 'attempts', 'audience_members'])
-        assert.ok(before.some((h) => h.table === table), `${table} held the user before`);
+        assert.ok(
+          before.some((h) => h.table === table),
+          `${table} held the user before`,
+        );
 
       const requested = await ferry.admin('POST', '/regulations', { userIds: [userId] });
       assert.equal(requested.status, 202);
@@ -162,18 +178,17 @@ for (const backend of backends) {
       // What remains: the user id in the notice queued for each destination of an affected
       // source (the user was in both), in its row and its body; nothing else.
       const queued = await search(ferry);
-      assert.deepEqual(
-        queued.map((h) => [h.table, h.row['kind'], h.row['destination_id'], h.row['status'], h.found]).sort(),
-        [
-          ['deliveries', 'delete', 'failing', 'pending', [userId]],
-          ['deliveries', 'delete', 'hooks', 'pending', [userId]],
-        ],
-      );
+      assert.deepEqual(queued.map((h) => [h.table, h.row['kind'], h.row['destination_id'], h.row['status'], h.found]).sort(), [
+        ['deliveries', 'delete', 'failing', 'pending', [userId]],
+        ['deliveries', 'delete', 'hooks', 'pending', [userId]],
+      ]);
       const bystander = (await ferry.admin('GET', '/stats')).json;
       assert.equal(bystander.events, 1, "the bystander's event stays");
       if (backend.name === 'sqlite')
         assert.deepEqual(
-          tracesInFiles(ferry.dataDir).map((f) => f.found.filter((t) => t !== userId)).filter((found) => found.length > 0),
+          tracesInFiles(ferry.dataDir)
+            .map((f) => f.found.filter((t) => t !== userId))
+            .filter((found) => found.length > 0),
           [],
           'no byte of anything but the notices in the files',
         );

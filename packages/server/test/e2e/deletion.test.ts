@@ -136,7 +136,7 @@ for (const backend of backends) {
       return got.map((r) => `${r.path} ${r.json.userId}`).sort();
     }
 
-    test('without sourceIds, only the destinations of the sources that held the user\'s events are told', async () => {
+    test("without sourceIds, only the destinations of the sources that held the user's events are told", async () => {
       await ferry.send('/v1/track', { userId: 'in-app', event: 'A' });
       await ferry.idle();
       assert.deepEqual(await noticesOf({ userIds: ['in-app'] }), ['/app in-app'], 'the other source never saw the user');
@@ -153,7 +153,7 @@ for (const backend of backends) {
       assert.deepEqual(await noticesOf({ userIds: ['never-seen'], sourceIds: ['other'] }), ['/other never-seen']);
     });
 
-    test('a source that held only the user\'s anonymous events before login is told too', async () => {
+    test("a source that held only the user's anonymous events before login is told too", async () => {
       await ferry.send('/v1/track', { anonymousId: 'anon-7', event: 'Viewed' }, { writeKey: 'other-write-key' });
       await ferry.send('/v1/identify', { userId: 'logged-in', anonymousId: 'anon-7' });
       await ferry.idle();

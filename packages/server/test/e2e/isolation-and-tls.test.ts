@@ -74,7 +74,10 @@ describe('TLS and network policy at the destination', () => {
     assert.equal(receiver.requests.length, 0);
     const [dead] = (await ferry.admin('GET', '/dead-letters')).json.deliveries;
     const detail = await ferry.admin('GET', `/deliveries/${dead.id}`);
-    assert.deepEqual(detail.json.attempts.map((a: any) => a.errorClass), ['ssrf', 'ssrf']);
+    assert.deepEqual(
+      detail.json.attempts.map((a: any) => a.errorClass),
+      ['ssrf', 'ssrf'],
+    );
   });
 
   test('an endpoint that never answers does not hold up a healthy destination', async () => {
@@ -82,10 +85,9 @@ describe('TLS and network policy at the destination', () => {
     const fast = await startReceiver();
     closers.push(slow.close, fast.close);
     const perDestination = 4;
-    const config = testConfig(
-      [webhooksDestination('slow', [slow.url]), webhooksDestination('fast', [fast.url])],
-      { delivery: { timeoutMs: 30_000, leaseMs: 61_000, concurrency: 16, perDestinationConcurrency: perDestination, claimBatchSize: 4 } },
-    );
+    const config = testConfig([webhooksDestination('slow', [slow.url]), webhooksDestination('fast', [fast.url])], {
+      delivery: { timeoutMs: 30_000, leaseMs: 61_000, concurrency: 16, perDestinationConcurrency: perDestination, claimBatchSize: 4 },
+    });
     // The real sender, with a count of the sends the worker starts per URL: the boundary is
     // observed, not replaced.
     const real = createHttpSender({ allowPrivateNetworks: true, allowedNetworks: [], connectionsPerOrigin: perDestination, clock: systemClock });

@@ -17,7 +17,12 @@ describe('a call travels from ingestion to every webhook URL', () => {
     ferry = await startFerry(
       testConfig([
         webhooksDestination('hooks', [`${receiver.url}/a`, `${second.url}/b`], {
-          settings: { webhooks: [{ url: `${receiver.url}/a`, headers: { 'X-Team': 'growth' } }, { url: `${second.url}/b`, headers: { 'x-region': 'eu' } }] },
+          settings: {
+            webhooks: [
+              { url: `${receiver.url}/a`, headers: { 'X-Team': 'growth' } },
+              { url: `${second.url}/b`, headers: { 'x-region': 'eu' } },
+            ],
+          },
         }),
       ]),
     );
@@ -78,7 +83,10 @@ describe('a call travels from ingestion to every webhook URL', () => {
     client.alias({ userId: 'seg-1', previousId: 'anon-9' });
     await client.closeAndFlush({ timeout: 10_000 });
     const all = await receiver.waitFor(before + 6);
-    const types = all.slice(before).map((r) => r.json.type).sort();
+    const types = all
+      .slice(before)
+      .map((r) => r.json.type)
+      .sort();
     assert.deepEqual(types, ['alias', 'group', 'identify', 'page', 'screen', 'track']);
     const alias = all.slice(before).find((r) => r.json.type === 'alias')!.json;
     assert.equal(alias['Previous ID'], 'anon-9');
@@ -106,7 +114,11 @@ describe('two sources feeding one destination', () => {
 
   test('the same messageId from each source arrives twice, told apart by X-Ferry-Source', async () => {
     assert.equal((await ferry.send('/v1/track', { userId: 'u1', event: 'Paid', messageId: 'same-id', properties: { by: 'app' } })).status, 200);
-    const other = await ferry.send('/v1/track', { userId: 'u1', event: 'Paid', messageId: 'same-id', properties: { by: 'other' } }, { writeKey: 'other-write-key' });
+    const other = await ferry.send(
+      '/v1/track',
+      { userId: 'u1', event: 'Paid', messageId: 'same-id', properties: { by: 'other' } },
+      { writeKey: 'other-write-key' },
+    );
     assert.equal(other.status, 200);
     // Two for the shared destination, one for the destination of `app` alone.
     await receiver.waitFor(3);
@@ -129,8 +141,14 @@ describe('two sources feeding one destination', () => {
     assert.equal(res.status, 202);
     await receiver.waitFor(from + 2);
     const notices = receiver.requests.slice(from);
-    assert.deepEqual(notices.map((r) => r.json.type), ['delete', 'delete']);
-    assert.deepEqual(notices.map((r) => r.headers['x-ferry-source']), ['app', 'app']);
+    assert.deepEqual(
+      notices.map((r) => r.json.type),
+      ['delete', 'delete'],
+    );
+    assert.deepEqual(
+      notices.map((r) => r.headers['x-ferry-source']),
+      ['app', 'app'],
+    );
     const [notice] = notices;
     assert.equal(dedupKey(notice!.headers, notice!.json), `app/delete:u-gone:${notice!.json.timestamp}`);
   });
@@ -139,7 +157,12 @@ describe('two sources feeding one destination', () => {
     assert.equal((await ferry.send('/v1/identify', { userId: 'u-pro', traits: { plan: 'pro' } })).status, 200);
     await receiver.waitFor(receiver.requests.length + 2);
     const from = receiver.requests.length;
-    const created = await ferry.admin('POST', '/audiences', { id: 'pro', name: 'Pro', destinationIds: ['shared'], rule: { type: 'trait', trait: 'plan', equals: 'pro' } });
+    const created = await ferry.admin('POST', '/audiences', {
+      id: 'pro',
+      name: 'Pro',
+      destinationIds: ['shared'],
+      rule: { type: 'trait', trait: 'plan', equals: 'pro' },
+    });
     assert.equal(created.status, 201);
     const [identify] = (await receiver.waitFor(from + 1)).slice(from);
     assert.deepEqual(identify!.json.traits, { pro: true });

@@ -35,7 +35,10 @@ describe('the server on PostgreSQL', () => {
       ],
     });
     assert.equal(res.status, 200);
-    assert.deepEqual(res.json.rejected.map((r: any) => r.code), ['missing_identity']);
+    assert.deepEqual(
+      res.json.rejected.map((r: any) => r.code),
+      ['missing_identity'],
+    );
     const got = await receiver.waitFor(2);
     assert.deepEqual(got.map((r) => r.json.messageId).sort(), ['pg-1', 'pg-2']);
     assert.equal((await ferry.send('/v1/batch', { batch: [{ type: 'track', userId: 'pg-user', event: 'A', messageId: 'pg-1' }] })).status, 200);
@@ -51,12 +54,14 @@ describe('the server on PostgreSQL', () => {
     assert.equal(del!.json.userId, 'pg-user');
   });
 
-  test('two nodes on one database share the work (every event delivered once) and see each other\'s admin edits', async (t) => {
+  test("two nodes on one database share the work (every event delivered once) and see each other's admin edits", async (t) => {
     const after = cleanups(t);
     const { url, schema } = await freshSchema(after);
     const receiver = await startReceiver();
     after(() => receiver.close());
-    const config = testConfig([webhooksDestination('hooks', [receiver.url])], { delivery: { claimBatchSize: 5, concurrency: 8, perDestinationConcurrency: 8 } });
+    const config = testConfig([webhooksDestination('hooks', [receiver.url])], {
+      delivery: { claimBatchSize: 5, concurrency: 8, perDestinationConcurrency: 8 },
+    });
     const nodes = [];
     // The catalogue refresh runs on this clock; new jobs wake a node's worker without it.
     const clock = new ManualClock();

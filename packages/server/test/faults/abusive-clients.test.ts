@@ -147,7 +147,10 @@ test('with 200 idle connections, slow headers and slow bodies open, every reques
   const slowest = await normalClient(ferry, longForm ? 50 : 15, 'abused');
   t.diagnostic(`slowest normal round trip with 210 abusive sockets open: ${slowest} ms`);
   for (const [name, watches] of Object.entries(abusers))
-    assert.ok(watches.every((w) => !w.isClosed() && w.received() === ''), `every ${name} socket was still open and unanswered while the client was served`);
+    assert.ok(
+      watches.every((w) => !w.isClosed() && w.received() === ''),
+      `every ${name} socket was still open and unanswered while the client was served`,
+    );
 });
 
 test('the server itself closes idle connections, slow headers and slow bodies (408) within its limits, and a body that never finished stores nothing', async (t) => {
@@ -161,7 +164,9 @@ test('the server itself closes idle connections, slow headers and slow bodies (4
     const open = closed.filter((c) => c === undefined).length;
     const times = closed.flatMap((c) => (c ? [c.afterMs] : []));
     const answers = [...new Set(closed.flatMap((c) => (c ? [c.response || '(closed without an answer)'] : [])))];
-    t.diagnostic(`${name}: ${open === 0 ? `all closed by the server, the last after ${Math.max(...times)} ms` : `${open} of ${watches.length} still open after ${bound} ms`}; answers ${JSON.stringify(answers)}`);
+    t.diagnostic(
+      `${name}: ${open === 0 ? `all closed by the server, the last after ${Math.max(...times)} ms` : `${open} of ${watches.length} still open after ${bound} ms`}; answers ${JSON.stringify(answers)}`,
+    );
     assert.equal(open, 0, `${open} ${name} sockets were still open after ${bound} ms`);
     return answers;
   };
@@ -229,7 +234,15 @@ const adminToken = 'memory-admin-token-of-32-characters';
 /** A batch of `count` track calls with `messageId`s under `tag`, each with a 900-byte property. */
 function largeBatch(tag: string, count: number): string {
   const pad = 'p'.repeat(900);
-  return JSON.stringify({ batch: Array.from({ length: count }, (_, i) => ({ type: 'track', userId: `user-${i % 50}`, event: 'Large', messageId: `${tag}-${i}`, properties: { pad } })) });
+  return JSON.stringify({
+    batch: Array.from({ length: count }, (_, i) => ({
+      type: 'track',
+      userId: `user-${i % 50}`,
+      event: 'Large',
+      messageId: `${tag}-${i}`,
+      properties: { pad },
+    })),
+  });
 }
 
 test(`${attackersPerKind * 4} connections holding most of a 500 KB body (unknown key, no key, a path no route matches, the admin API with a wrong token) keep the server's memory under ${rssCeilingBytes / 2 ** 20} MiB while a normal client's 100 KB batches are served`, async (t) => {
@@ -269,7 +282,9 @@ test(`${attackersPerKind * 4} connections holding most of a 500 KB body (unknown
     const opened = Array.from({ length: n }, (_, j) => kinds.map((kind) => attack(kind, i + j))).flat();
     await within(30_000, 'a wave of attacking connections', Promise.all(opened));
   }
-  t.diagnostic(`${attackersPerKind * kinds.length} attacking connections opened from ${attackAddresses.length} addresses; server RSS ${Math.round(server.baseline / 2 ** 20)} MiB before`);
+  t.diagnostic(
+    `${attackersPerKind * kinds.length} attacking connections opened from ${attackAddresses.length} addresses; server RSS ${Math.round(server.baseline / 2 ** 20)} MiB before`,
+  );
 
   // A normal client with batches of about 100 KB and a valid key, served while the admitted
   // keyless bodies hold their quarter of the budget.
@@ -291,7 +306,11 @@ test(`${attackersPerKind * 4} connections holding most of a 500 KB body (unknown
   const answers = {} as Record<Kind, Record<string, number>>;
   for (const kind of kinds) answers[kind] = count(await within(60_000, `every ${kind} connection closed`, Promise.all(closes[kind])));
   const peak = server.peak();
-  t.diagnostic(Object.entries(answers).map(([kind, got]) => `${kind}: ${JSON.stringify(got)}`).join('; '));
+  t.diagnostic(
+    Object.entries(answers)
+      .map(([kind, got]) => `${kind}: ${JSON.stringify(got)}`)
+      .join('; '),
+  );
   t.diagnostic(`server RSS peak ${Math.round(peak / 2 ** 20)} MiB (ceiling ${rssCeilingBytes / 2 ** 20} MiB)`);
   assert.deepEqual(answers['unknown key'], { 'HTTP/1.1 401 Unauthorized': attackersPerKind }, 'every connection with an unknown key was answered 401');
   assert.deepEqual(answers['404 path'], { 'HTTP/1.1 404 Not Found': attackersPerKind }, 'every connection to a path no route matches was answered 404');
@@ -338,8 +357,13 @@ test(`${largeBatches} complete batches of about 500 KB at once, each with a vali
   );
   const peak = server.peak();
   const growth = peak - server.baseline;
-  t.diagnostic(`batches of ${[...sizes].map((n) => Math.round(n / 1024)).join(', ')} KB; server RSS ${Math.round(server.baseline / 2 ** 20)} MiB before, peak ${Math.round(peak / 2 ** 20)} MiB: grew by ${Math.round(growth / 2 ** 20)} MiB (ceiling ${largeBatchesRssGrowthCeilingBytes / 2 ** 20} MiB)`);
-  assert.ok([...sizes].every((n) => n > 450_000 && n <= 512_000), 'each batch is about 500 KB, under the limit');
+  t.diagnostic(
+    `batches of ${[...sizes].map((n) => Math.round(n / 1024)).join(', ')} KB; server RSS ${Math.round(server.baseline / 2 ** 20)} MiB before, peak ${Math.round(peak / 2 ** 20)} MiB: grew by ${Math.round(growth / 2 ** 20)} MiB (ceiling ${largeBatchesRssGrowthCeilingBytes / 2 ** 20} MiB)`,
+  );
+  assert.ok(
+    [...sizes].every((n) => n > 450_000 && n <= 512_000),
+    'each batch is about 500 KB, under the limit',
+  );
   assert.deepEqual(count(answers), { '200 {"success":true}': largeBatches }, 'every batch was accepted');
   const stats = await fetch(`${server.base}/admin/v1/stats`, { headers: { authorization: `Bearer ${adminToken}` }, signal: AbortSignal.timeout(10_000) });
   assert.equal((await stats.json()).events, largeBatches * perBatch, 'every message was stored');

@@ -79,7 +79,11 @@ function validMessage(type: CallType): fc.Arbitrary<Record<string, unknown>> {
   return fc
     .record({
       identity: type === 'alias' ? fc.constantFrom('user', 'both') : fc.constantFrom('user', 'anon', 'both'),
-      userId: fc.oneof(fc.string({ minLength: 1, maxLength: 12 }), fc.integer({ min: -1_000_000, max: 1_000_000 }), fc.constantFrom(Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER)),
+      userId: fc.oneof(
+        fc.string({ minLength: 1, maxLength: 12 }),
+        fc.integer({ min: -1_000_000, max: 1_000_000 }),
+        fc.constantFrom(Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER),
+      ),
       anonymousId: fc.string({ minLength: 1, maxLength: 12 }),
       event: fc.string({ minLength: 1, maxLength: 12 }),
       name: optional(fc.string({ maxLength: 12 })),
@@ -138,43 +142,66 @@ function breakages(type: CallType, single: boolean): fc.Arbitrary<Breakage> {
     { weight: 10, arbitrary: fc.constant<Breakage>((m) => broke(m, 'ok', 'nothing')) },
     {
       weight: 1,
-      arbitrary: fc
-        .oneof(fc.string({ maxLength: 8 }), fc.integer(), fc.boolean(), fc.constant(null), fc.array(fc.integer(), { maxLength: 2 }))
-        .map((v): Breakage => () => broke(v, 'invalid_message', 'not an object')),
+      arbitrary: fc.oneof(fc.string({ maxLength: 8 }), fc.integer(), fc.boolean(), fc.constant(null), fc.array(fc.integer(), { maxLength: 2 })).map(
+        (v): Breakage =>
+          () =>
+            broke(v, 'invalid_message', 'not an object'),
+      ),
     },
     {
       weight: 1,
-      arbitrary: fc
-        .oneof(fc.constantFrom('Track', 'purchase', '', 'identify '), fc.integer(), fc.constant(null), fc.constant(undefined))
-        .map((v): Breakage => (m) => broke(withField(m, 'type', v), single ? 'ok' : 'invalid_type', `type ${JSON.stringify(v)}`)),
+      arbitrary: fc.oneof(fc.constantFrom('Track', 'purchase', '', 'identify '), fc.integer(), fc.constant(null), fc.constant(undefined)).map(
+        (v): Breakage =>
+          (m) =>
+            broke(withField(m, 'type', v), single ? 'ok' : 'invalid_type', `type ${JSON.stringify(v)}`),
+      ),
     },
     {
       weight: 1,
-      arbitrary: fc
-        .tuple(idField, fc.oneof(fc.boolean(), fc.array(fc.integer(), { maxLength: 2 }), smallObject))
-        .map(([f, v]): Breakage => (m) => broke(withField(m, f, v), 'invalid_field', `${f} of the wrong type`)),
+      arbitrary: fc.tuple(idField, fc.oneof(fc.boolean(), fc.array(fc.integer(), { maxLength: 2 }), smallObject)).map(
+        ([f, v]): Breakage =>
+          (m) =>
+            broke(withField(m, f, v), 'invalid_field', `${f} of the wrong type`),
+      ),
     },
     {
       weight: 1,
-      arbitrary: fc
-        .tuple(idField, fc.constantFrom(2 ** 53, -(2 ** 53), 2 ** 53 + 2, 1e21, 2 ** 64, -1e300, 1.5, -0.25, 1e-7))
-        .map(([f, v]): Breakage => (m) => broke(withField(m, f, v), 'unsafe_numeric_id', `${f} ${v}`)),
+      arbitrary: fc.tuple(idField, fc.constantFrom(2 ** 53, -(2 ** 53), 2 ** 53 + 2, 1e21, 2 ** 64, -1e300, 1.5, -0.25, 1e-7)).map(
+        ([f, v]): Breakage =>
+          (m) =>
+            broke(withField(m, f, v), 'unsafe_numeric_id', `${f} ${v}`),
+      ),
     },
     {
       weight: 1,
       arbitrary: fc
         .tuple(fc.constantFrom('event', 'name', 'category'), fc.oneof(fc.integer(), fc.boolean(), fc.array(fc.string(), { maxLength: 2 }), smallObject))
-        .map(([f, v]): Breakage => (m) => broke(withField(m, f, v), 'invalid_field', `${f} of the wrong type`)),
+        .map(
+          ([f, v]): Breakage =>
+            (m) =>
+              broke(withField(m, f, v), 'invalid_field', `${f} of the wrong type`),
+        ),
     },
     {
       weight: 1,
       arbitrary: fc
-        .tuple(fc.constantFrom('properties', 'traits', 'context', 'integrations'), fc.oneof(fc.string({ maxLength: 8 }), fc.integer(), fc.boolean(), fc.array(fc.integer(), { maxLength: 2 })))
-        .map(([f, v]): Breakage => (m) => broke(withField(m, f, v), 'invalid_field', `${f} of the wrong type`)),
+        .tuple(
+          fc.constantFrom('properties', 'traits', 'context', 'integrations'),
+          fc.oneof(fc.string({ maxLength: 8 }), fc.integer(), fc.boolean(), fc.array(fc.integer(), { maxLength: 2 })),
+        )
+        .map(
+          ([f, v]): Breakage =>
+            (m) =>
+              broke(withField(m, f, v), 'invalid_field', `${f} of the wrong type`),
+        ),
     },
     {
       weight: 1,
-      arbitrary: absentId.map((v): Breakage => (m) => broke(withField(withField(m, 'userId', v), 'anonymousId', v), 'missing_identity', 'no identity')),
+      arbitrary: absentId.map(
+        (v): Breakage =>
+          (m) =>
+            broke(withField(withField(m, 'userId', v), 'anonymousId', v), 'missing_identity', 'no identity'),
+      ),
     },
     {
       weight: 1,
@@ -187,30 +214,54 @@ function breakages(type: CallType, single: boolean): fc.Arbitrary<Breakage> {
     },
     {
       weight: type === 'alias' ? 1 : 0,
-      arbitrary: fc.constant<Breakage>((m) => broke(withField(withField(m, 'userId', undefined), 'anonymousId', 'anon-1'), 'missing_identity', 'alias without userId')),
+      arbitrary: fc.constant<Breakage>((m) =>
+        broke(withField(withField(m, 'userId', undefined), 'anonymousId', 'anon-1'), 'missing_identity', 'alias without userId'),
+      ),
     },
     {
       weight: 1,
       arbitrary: fc
-        .oneof(fc.constantFrom('', 'x'.repeat(101)), fc.integer(), loneSurrogate.map((c) => `id-${c}`), smallObject)
-        .map((v): Breakage => (m) => broke(withField(m, 'messageId', v), 'invalid_message_id', `messageId ${JSON.stringify(v)}`)),
+        .oneof(
+          fc.constantFrom('', 'x'.repeat(101)),
+          fc.integer(),
+          loneSurrogate.map((c) => `id-${c}`),
+          smallObject,
+        )
+        .map(
+          (v): Breakage =>
+            (m) =>
+              broke(withField(m, 'messageId', v), 'invalid_message_id', `messageId ${JSON.stringify(v)}`),
+        ),
     },
     {
       weight: 1,
       arbitrary: fc
-        .tuple(fc.constantFrom('timestamp', 'originalTimestamp', 'sentAt'), fc.oneof(fc.constantFrom('yesterday', '2026-02-30T00:00:00Z', ''), fc.integer(), fc.boolean()))
-        .map(([f, v]): Breakage => (m) => broke(withField(m, f, v), 'invalid_timestamp', `${f} ${JSON.stringify(v)}`)),
+        .tuple(
+          fc.constantFrom('timestamp', 'originalTimestamp', 'sentAt'),
+          fc.oneof(fc.constantFrom('yesterday', '2026-02-30T00:00:00Z', ''), fc.integer(), fc.boolean()),
+        )
+        .map(
+          ([f, v]): Breakage =>
+            (m) =>
+              broke(withField(m, f, v), 'invalid_timestamp', `${f} ${JSON.stringify(v)}`),
+        ),
     },
     {
       // Around the limit: the message is level 1, so `properties` may nest 31 levels.
       weight: 1,
-      arbitrary: fc
-        .integer({ min: limits.messageDepth - 4, max: limits.messageDepth + 8 })
-        .map((n): Breakage => (m) => broke(withField(m, 'properties', nest(n)), 1 + n > limits.messageDepth ? 'too_deeply_nested' : 'ok', `properties nested ${n} levels`)),
+      arbitrary: fc.integer({ min: limits.messageDepth - 4, max: limits.messageDepth + 8 }).map(
+        (n): Breakage =>
+          (m) =>
+            broke(withField(m, 'properties', nest(n)), 1 + n > limits.messageDepth ? 'too_deeply_nested' : 'ok', `properties nested ${n} levels`),
+      ),
     },
     {
       weight: 1,
-      arbitrary: fc.integer({ min: 33_000, max: 40_000 }).map((n): Breakage => (m) => broke(withField(m, 'properties', { pad: 'x'.repeat(n) }), 'message_too_large', `a ${n}-byte property`)),
+      arbitrary: fc.integer({ min: 33_000, max: 40_000 }).map(
+        (n): Breakage =>
+          (m) =>
+            broke(withField(m, 'properties', { pad: 'x'.repeat(n) }), 'message_too_large', `a ${n}-byte property`),
+      ),
     },
   );
 }
@@ -257,7 +308,9 @@ const envelopeCase: fc.Arbitrary<{ envelope: Record<string, unknown>; batch?: un
   { weight: 1, arbitrary: fc.integer().map((k) => ({ envelope: { writeKey: k }, verdict: 'invalid_batch' })) },
   {
     weight: 1,
-    arbitrary: fc.oneof(fc.string({ maxLength: 8 }), fc.integer(), fc.constant(null), fc.constant(undefined), smallObject).map((batch) => ({ envelope: {}, batch, verdict: 'invalid_batch' })),
+    arbitrary: fc
+      .oneof(fc.string({ maxLength: 8 }), fc.integer(), fc.constant(null), fc.constant(undefined), smallObject)
+      .map((batch) => ({ envelope: {}, batch, verdict: 'invalid_batch' })),
   },
 );
 
@@ -279,7 +332,8 @@ const batchBody: fc.Arbitrary<BodyCase> = fc
     fc.oneof({ weight: 30, arbitrary: fc.array(anyMessageCase, { maxLength: 12 }) }, { weight: 1, arbitrary: fc.constant('too many' as const) }),
   )
   .map(([path, e, messages]) => {
-    if (e.verdict !== 'ok' || 'batch' in e) return { kind: 'batch', path, envelope: e.envelope, envelopeVerdict: e.verdict, batch: 'batch' in e ? e.batch : [] };
+    if (e.verdict !== 'ok' || 'batch' in e)
+      return { kind: 'batch', path, envelope: e.envelope, envelopeVerdict: e.verdict, batch: 'batch' in e ? e.batch : [] };
     if (messages === 'too many') {
       const batch = Array.from({ length: limits.batchMessages + 1 }, (_, i) => ({ type: 'track', userId: `u${i}`, event: 'E' }));
       return { kind: 'batch', path, envelope: e.envelope, envelopeVerdict: 'too_many_messages', batch };
@@ -291,21 +345,25 @@ const singleBody: fc.Arbitrary<BodyCase> = fc
   .constantFrom(...callTypes)
   .chain((type) => messageCase(type, true).map((message): BodyCase => ({ kind: 'single', path: `/v1/${type}`, message })));
 
-const garbageBody: fc.Arbitrary<BodyCase> = fc.tuple(
-  fc.constantFrom('/v1/batch', '/v1/track'),
-  fc.oneof(
-    // A valid body cut short, with a control character put in, or with a trailing brace.
-    fc.tuple(fc.constant(JSON.stringify({ batch: [{ type: 'track', userId: 'u', event: 'e' }] })), fc.nat(), fc.constantFrom('cut', 'flip', 'trailing')).map(([text, at, how]) => {
-      const i = at % text.length;
-      return Buffer.from(how === 'cut' ? text.slice(0, i) : how === 'flip' ? text.slice(0, i) + '\u0001' + text.slice(i + 1) : text + ' }');
-    }),
-    fc.constantFrom('', 'NaN', '{"batch":[', '\ufeff{"batch":[]}', "{'batch':[]}", 'batch=1').map((t) => Buffer.from(t)),
-    // JSON in UTF-16 (with its byte-order mark) is not UTF-8 JSON.
-    fc.constant(Buffer.from('\ufeff{"batch":[]}', 'utf16le')),
-    // Bytes that cannot start a JSON value.
-    fc.uint8Array({ minLength: 1, maxLength: 200 }).map((b) => Buffer.concat([Buffer.from('\u0001'), b])),
-  ),
-).map(([path, bytes]): BodyCase => ({ kind: 'garbage', path, bytes }));
+const garbageBody: fc.Arbitrary<BodyCase> = fc
+  .tuple(
+    fc.constantFrom('/v1/batch', '/v1/track'),
+    fc.oneof(
+      // A valid body cut short, with a control character put in, or with a trailing brace.
+      fc
+        .tuple(fc.constant(JSON.stringify({ batch: [{ type: 'track', userId: 'u', event: 'e' }] })), fc.nat(), fc.constantFrom('cut', 'flip', 'trailing'))
+        .map(([text, at, how]) => {
+          const i = at % text.length;
+          return Buffer.from(how === 'cut' ? text.slice(0, i) : how === 'flip' ? text.slice(0, i) + '\u0001' + text.slice(i + 1) : text + ' }');
+        }),
+      fc.constantFrom('', 'NaN', '{"batch":[', '\ufeff{"batch":[]}', "{'batch':[]}", 'batch=1').map((t) => Buffer.from(t)),
+      // JSON in UTF-16 (with its byte-order mark) is not UTF-8 JSON.
+      fc.constant(Buffer.from('\ufeff{"batch":[]}', 'utf16le')),
+      // Bytes that cannot start a JSON value.
+      fc.uint8Array({ minLength: 1, maxLength: 200 }).map((b) => Buffer.concat([Buffer.from('\u0001'), b])),
+    ),
+  )
+  .map(([path, bytes]): BodyCase => ({ kind: 'garbage', path, bytes }));
 
 /** Raw texts: deep nesting far past every limit, numbers past what JSON.parse keeps exactly, oversize bodies. */
 const rawBody: fc.Arbitrary<BodyCase> = fc.oneof(
@@ -335,7 +393,13 @@ const rawBody: fc.Arbitrary<BodyCase> = fc.oneof(
   // Over the request limit, or under it with one message far over the message limit.
   fc.constantFrom(520 * 1024, 499 * 1024).map((n): BodyCase => {
     const text = `{"batch":[{"type":"track","userId":"u","event":"e","properties":{"pad":"${'z'.repeat(n)}"}}]}`;
-    return { kind: 'raw', path: '/v1/batch', text, requestVerdict: text.length > limits.requestBytes ? 'payload_too_large' : 'ok', messageVerdict: 'message_too_large' };
+    return {
+      kind: 'raw',
+      path: '/v1/batch',
+      text,
+      requestVerdict: text.length > limits.requestBytes ? 'payload_too_large' : 'ok',
+      messageVerdict: 'message_too_large',
+    };
   }),
 );
 
@@ -360,29 +424,51 @@ const contentType = fc.constantFrom(
 
 /** How the body is encoded, and what the encoding alone must cause. */
 const contentEncoding = fc.oneof(
-  { weight: 8, arbitrary: fc.constantFrom({ header: undefined, gzip: false, verdict: 'ok' }, { header: 'identity', gzip: false, verdict: 'ok' }, { header: '', gzip: false, verdict: 'ok' }) },
-  { weight: 3, arbitrary: fc.constantFrom({ header: 'gzip', gzip: true, verdict: 'ok' }, { header: ' GZIP ', gzip: true, verdict: 'ok' }, { header: 'x-gzip', gzip: true, verdict: 'ok' }) },
+  {
+    weight: 8,
+    arbitrary: fc.constantFrom(
+      { header: undefined, gzip: false, verdict: 'ok' },
+      { header: 'identity', gzip: false, verdict: 'ok' },
+      { header: '', gzip: false, verdict: 'ok' },
+    ),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.constantFrom(
+      { header: 'gzip', gzip: true, verdict: 'ok' },
+      { header: ' GZIP ', gzip: true, verdict: 'ok' },
+      { header: 'x-gzip', gzip: true, verdict: 'ok' },
+    ),
+  },
   // Labelled gzip, sent plain.
   { weight: 1, arbitrary: fc.constantFrom('gzip', 'x-gzip').map((header) => ({ header, gzip: false, verdict: 'invalid_gzip' })) },
-  { weight: 1, arbitrary: fc.constantFrom('br', 'deflate', 'compress', 'gzip, gzip').map((header) => ({ header, gzip: false, verdict: 'unsupported_content_encoding' })) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom('br', 'deflate', 'compress', 'gzip, gzip').map((header) => ({ header, gzip: false, verdict: 'unsupported_content_encoding' })),
+  },
 );
 
 /** The Authorization header: `valid` names a source; `unknown` names none; `fallback` gives no Basic key, so the body's `writeKey` counts. */
 const authorization = fc.oneof(
   {
     weight: 8,
-    arbitrary: fc.constantFrom(
-      basicAuth(writeKey),
-      basicAuth('other-write-key'),
-      // No colon, and a lower-case scheme: still a Basic key.
-      'Basic ' + Buffer.from(writeKey).toString('base64'),
-      'basic ' + Buffer.from(`${writeKey}:`).toString('base64'),
-    ).map((header) => ({ header, kind: 'valid' as const })),
+    arbitrary: fc
+      .constantFrom(
+        basicAuth(writeKey),
+        basicAuth('other-write-key'),
+        // No colon, and a lower-case scheme: still a Basic key.
+        'Basic ' + Buffer.from(writeKey).toString('base64'),
+        'basic ' + Buffer.from(`${writeKey}:`).toString('base64'),
+      )
+      .map((header) => ({ header, kind: 'valid' as const })),
   },
   {
     weight: 2,
     arbitrary: fc
-      .oneof(fc.constantFrom(basicAuth('nope'), 'Basic ' + 'A'.repeat(8000)), fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 40 }).map((s) => 'Basic ' + Buffer.from(s).toString('base64')))
+      .oneof(
+        fc.constantFrom(basicAuth('nope'), 'Basic ' + 'A'.repeat(8000)),
+        fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 40 }).map((s) => 'Basic ' + Buffer.from(s).toString('base64')),
+      )
       .map((header) => {
         // The key is what comes before the first colon; none (empty) leaves the body's key to count.
         const key = Buffer.from(header.slice('Basic '.length), 'base64').toString('utf8').split(':')[0]!;
@@ -550,7 +636,8 @@ test(`${numRuns} hostile ingestion requests: each answered as its parts require,
       const r = { ...generated, body: scoped(generated.body, `s${sample++}`) };
       const { path, bytes, headers } = encode(r);
       const expected = expectedOutcome(r, bytes.length);
-      const described = () => `${path} ${JSON.stringify(expected).slice(0, 300)}; broken: ${r.body.kind === 'batch' ? JSON.stringify(r.body.messages?.map((m) => m.broken)) : r.body.kind === 'single' ? r.body.message.broken : r.body.kind}`;
+      const described = () =>
+        `${path} ${JSON.stringify(expected).slice(0, 300)}; broken: ${r.body.kind === 'batch' ? JSON.stringify(r.body.messages?.map((m) => m.broken)) : r.body.kind === 'single' ? r.body.message.broken : r.body.kind}`;
       const stored = new Set<string>();
       for (let send = 0; send < (r.repeat ? 2 : 1); send++) {
         // Serial and the only writer (no delivery loop): the difference is this request's doing.
@@ -595,7 +682,13 @@ test(`${numRuns} hostile ingestion requests: each answered as its parts require,
         inserted.ids.forEach((id) => stored.add(id));
       }
     }),
-    { numRuns, seed, endOnFailure: true, includeErrorInReport: true, ...(timeLimitMs ? { interruptAfterTimeLimit: timeLimitMs, markInterruptAsFailure: false } : {}) },
+    {
+      numRuns,
+      seed,
+      endOnFailure: true,
+      includeErrorInReport: true,
+      ...(timeLimitMs ? { interruptAfterTimeLimit: timeLimitMs, markInterruptAsFailure: false } : {}),
+    },
   );
   if (sample < numRuns) t.diagnostic(`time limit reached: ${sample} of ${numRuns} samples ran`);
 

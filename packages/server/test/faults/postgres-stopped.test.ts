@@ -75,6 +75,10 @@ test('PostgreSQL stopped: 503 while it is down, nothing acknowledged is lost, se
   }
   await receiver.waitFor(acked.length);
   const arrived = new Set(receiver.requests.map((r) => r.json.messageId as string));
-  assert.deepEqual(acked.filter((id) => !arrived.has(id)), [], 'every acknowledged event is delivered');
+  assert.deepEqual(
+    acked.filter((id) => !arrived.has(id)),
+    [],
+    'every acknowledged event is delivered',
+  );
   assert.ok(![...arrived].some((id) => id.startsWith('down-')), 'nothing refused was delivered');
 });

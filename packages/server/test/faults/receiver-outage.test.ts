@@ -196,7 +196,10 @@ describe('receiver outage', () => {
 
     // Everything arrived once recovered, exactly once here (no lease expired: leaseMs > timeoutMs).
     assert.deepEqual([...receiver.delivered.keys()].sort(), [...ids].sort());
-    assert.ok([...receiver.delivered.values()].every((n) => n === 1), 'each event arrived once');
+    assert.ok(
+      [...receiver.delivered.values()].every((n) => n === 1),
+      'each event arrived once',
+    );
     const seenModes = new Set<string>();
     for (const d of (await ferry.admin('GET', '/deliveries?status=succeeded&limit=1000')).json.deliveries as DeliveryDetail[]) {
       const full = await detail(ferry, d.id);
@@ -256,13 +259,19 @@ describe('receiver outage', () => {
       const first = Date.parse(full.firstAttemptAt!);
       const starts = full.attempts.map((a) => Date.parse(a.startedAt));
       assert.equal(starts.at(-1)! - first, retry.windowMs, 'the last attempt is at the end of the window');
-      assert.ok(starts.every((s) => s <= first + retry.windowMs), 'no attempt after the window');
+      assert.ok(
+        starts.every((s) => s <= first + retry.windowMs),
+        'no attempt after the window',
+      );
       // 0, 1, 3, 7 (4 s cap), then the end of the window at 10 s.
       assert.deepEqual(
         starts.map((s) => s - first),
         [0, 1000, 3000, 7000, 10_000],
       );
-      assert.deepEqual(dueTimes.get(d.id)!.map((due) => due - first), [1000, 3000, 7000, 10_000]);
+      assert.deepEqual(
+        dueTimes.get(d.id)!.map((due) => due - first),
+        [1000, 3000, 7000, 10_000],
+      );
       assert.deepEqual(
         full.attempts.map((a) => a.errorClass),
         ['http', 'http', 'http', 'connect', 'connect'],

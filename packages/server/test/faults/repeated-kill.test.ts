@@ -44,9 +44,7 @@ test(`repeated SIGKILL under load (${cycles} cycles), restart on the same data: 
     config,
     JSON.stringify({
       sources: [{ id: 'app', name: 'App', writeKey: 'kill-key' }],
-      destinations: [
-        { id: 'hooks', type: 'Webhooks', name: 'Hooks', enabled: true, sources: ['app'], settings: { webhooks: [{ url: receiver.url }] } },
-      ],
+      destinations: [{ id: 'hooks', type: 'Webhooks', name: 'Hooks', enabled: true, sources: ['app'], settings: { webhooks: [{ url: receiver.url }] } }],
       network: { allowPrivateNetworks: true },
       // A short lease, so each restarted server takes over the killed one's claims within a second.
       delivery: { leaseMs: 2000, timeoutMs: 500, concurrency: 8, perDestinationConcurrency: 8, claimBatchSize: 8, pollIntervalMs: 50 },
@@ -112,7 +110,9 @@ test(`repeated SIGKILL under load (${cycles} cycles), restart on the same data: 
   const missing = await waitForIds(receiver, acked, 60_000);
   assert.deepEqual([...missing].slice(0, 20), [], `${missing.size} acknowledged events were never delivered`);
 
-  const stats = (await (await fetch(`${base}/admin/v1/stats`, { headers: { authorization: 'Bearer kill-admin-token-of-32-characters' } })).json()) as { events: number };
+  const stats = (await (await fetch(`${base}/admin/v1/stats`, { headers: { authorization: 'Bearer kill-admin-token-of-32-characters' } })).json()) as {
+    events: number;
+  };
   assert.ok(stats.events >= acked.size, `the store holds every acknowledged event (${stats.events} >= ${acked.size})`);
 
   const arrivals = receiver.requests.map((r) => r.json.messageId as string);

@@ -23,7 +23,10 @@ const STOP_DEADLINE_MS = 30_000;
 export function testConfig(destinations: unknown[], extra: Record<string, unknown> = {}): FerryConfig {
   return configFromObject(
     {
-      sources: [{ id: 'app', name: 'App', writeKey }, { id: 'other', name: 'Other', writeKey: 'other-write-key' }],
+      sources: [
+        { id: 'app', name: 'App', writeKey },
+        { id: 'other', name: 'Other', writeKey: 'other-write-key' },
+      ],
       destinations,
       network: { allowPrivateNetworks: true },
       ...extra,
@@ -51,7 +54,11 @@ export interface TestFerry {
   url: string;
   dataDir: string;
   /** POSTs JSON (or raw bytes) to an ingestion path with the test write key. */
-  send(path: string, body: unknown, init?: { writeKey?: string | null; headers?: Record<string, string>; gzip?: boolean; raw?: Buffer | string }): Promise<{ status: number; json: any }>;
+  send(
+    path: string,
+    body: unknown,
+    init?: { writeKey?: string | null; headers?: Record<string, string>; gzip?: boolean; raw?: Buffer | string },
+  ): Promise<{ status: number; json: any }>;
   /** Calls the admin API with the test token. */
   admin(method: string, path: string, body?: unknown): Promise<{ status: number; json: any }>;
   /** The worker's `runUntilIdle()`, failing after 30 s instead of hanging. */

@@ -148,7 +148,10 @@ export async function freshSchema(onCleanup: (fn: () => Promise<void>) => void):
  * runs `fn` on a connection of the test's own to the store's schema, so a test reads the
  * tables without reaching into the store.
  */
-export async function openFreshPgStore(poolSize = 4, options: Omit<PgStoreOptions, 'connectionString' | 'schema' | 'poolSize'> = {}): Promise<{
+export async function openFreshPgStore(
+  poolSize = 4,
+  options: Omit<PgStoreOptions, 'connectionString' | 'schema' | 'poolSize'> = {},
+): Promise<{
   store: PgStore;
   cleanup: () => Promise<void>;
   inSchema: <T>(fn: (client: pg.Client) => Promise<T>) => Promise<T>;

@@ -169,7 +169,10 @@ describe('before the body is read', () => {
     const rawLimit = 500 * 1024 + 1024;
     assert.equal(bodyReservationBytes({ 'content-length': '99999999' }), rawLimit);
     assert.equal(bodyReservationBytes({ 'transfer-encoding': 'chunked' }), rawLimit, 'no declared length: the most a body may be');
-    assert.ok(bodyReservationBytes({ 'content-encoding': 'x-gzip' }) <= minBodyBudgetBytes * keylessShare, "the smallest budget's keyless quarter holds the largest request");
+    assert.ok(
+      bodyReservationBytes({ 'content-encoding': 'x-gzip' }) <= minBodyBudgetBytes * keylessShare,
+      "the smallest budget's keyless quarter holds the largest request",
+    );
   });
 });
 
@@ -297,7 +300,10 @@ describe('a client that hangs up mid-body', () => {
     assert.ok(abort, `a client-abort line was logged; got ${JSON.stringify(lines.map((l) => l.msg))}`);
     assert.equal(abort.level, 30, 'at info');
     assert.equal(logged(/store unavailable|503/), undefined, 'no outage was claimed');
-    assert.ok(lines.every((l) => l.level < 50), 'nothing at error');
+    assert.ok(
+      lines.every((l) => l.level < 50),
+      'nothing at error',
+    );
     assert.equal((await ferry.admin('GET', '/deliveries?messageId=hung-up')).json.deliveries.length, 0);
   });
 });

@@ -13,10 +13,7 @@ describe('ingestion API', () => {
 
   before(async () => {
     ferry = await startFerry(
-      testConfig([
-        webhooksDestination('hooks', ['http://127.0.0.1:9/unused']),
-        webhooksDestination('off', ['http://127.0.0.1:9/unused'], { enabled: false }),
-      ]),
+      testConfig([webhooksDestination('hooks', ['http://127.0.0.1:9/unused']), webhooksDestination('off', ['http://127.0.0.1:9/unused'], { enabled: false })]),
       { clock, deliver: false },
     );
   });
@@ -187,12 +184,15 @@ describe('ingestion API', () => {
       {"type":"identify","userId":1e2,"messageId":"exponent-integer"}]}`;
     const res = await ferry.send('/v1/batch', undefined, { raw });
     assert.equal(res.status, 200);
-    assert.deepEqual(res.json.rejected.map((r: any) => [r.index, r.code]), [
-      [0, 'unsafe_numeric_id'],
-      [1, 'unsafe_numeric_id'],
-      [3, 'unsafe_numeric_id'],
-      [4, 'unsafe_numeric_id'],
-    ]);
+    assert.deepEqual(
+      res.json.rejected.map((r: any) => [r.index, r.code]),
+      [
+        [0, 'unsafe_numeric_id'],
+        [1, 'unsafe_numeric_id'],
+        [3, 'unsafe_numeric_id'],
+        [4, 'unsafe_numeric_id'],
+      ],
+    );
     assert.equal((await bodyOf('big-safe')).userId, '9007199254740991');
     assert.equal((await bodyOf('exponent-integer')).userId, '100', 'an exponent that names an integer is that integer');
     assert.equal((await stored()).events, baseline.events + 2);
@@ -250,7 +250,11 @@ describe('ingestion API', () => {
     const routed = new Map<string, string[]>();
     for (const id of ['r-default', 'r-all-false', 'r-only-webhooks', 'r-skip', 'r-case']) {
       const list = (await ferry.admin('GET', `/deliveries?messageId=${id}`)).json.deliveries as any[];
-      if (list.length > 0) routed.set(id, list.map((d) => d.destinationId));
+      if (list.length > 0)
+        routed.set(
+          id,
+          list.map((d) => d.destinationId),
+        );
     }
     assert.deepEqual(routed.get('r-default'), ['hooks']);
     assert.equal(routed.get('r-all-false'), undefined);
@@ -278,7 +282,10 @@ describe('ingestion API', () => {
         track(1, { messageId: 'ts-bad', timestamp: 'yesterday' }),
       ],
     });
-    assert.deepEqual(res.json.rejected.map((r: any) => r.code), ['invalid_timestamp']);
+    assert.deepEqual(
+      res.json.rejected.map((r: any) => r.code),
+      ['invalid_timestamp'],
+    );
     assert.equal((await bodyOf('ts-1')).timestamp, '2026-02-01T17:00:00.000Z');
     assert.equal((await bodyOf('ts-2')).timestamp, '2026-02-01T04:30:00.123Z');
   });

@@ -3,12 +3,7 @@ import { describe, test } from 'node:test';
 import type { ErrorCode } from '../../src/errors/error-codes.js';
 import type { Envelope, IngestMeta } from '../../src/ingest/message.js';
 import type { NormalizedMessage } from '../../src/model/message.js';
-import {
-  maxBatchMessages,
-  maxMessageBytes,
-  normalizeMessage,
-  readEnvelope,
-} from '../../src/ingest/normalize.js';
+import { maxBatchMessages, maxMessageBytes, normalizeMessage, readEnvelope } from '../../src/ingest/normalize.js';
 
 const receivedAt = '2024-01-02T03:04:05.678Z';
 const receivedAtMs = Date.parse(receivedAt);
@@ -86,7 +81,13 @@ describe('normalizeMessage: rejections', () => {
     ['N32b messageId with a lone surrogate', { ...track, messageId: 'm-\ud800' }, {}, 'invalid_message_id', 'well-formed'],
     ['N33 timestamp not ISO', { ...track, timestamp: 'yesterday' }, {}, 'invalid_timestamp', '`timestamp`'],
     ['N34 timestamp a number', { ...track, timestamp: 1704164645678 }, {}, 'invalid_timestamp', '`timestamp`'],
-    ['N35 timestamp impossible date', { ...track, timestamp: '2024-02-30T00:00:00Z' }, {}, 'invalid_timestamp', '`timestamp` is not an ISO 8601 date-time: a string of 20 characters'],
+    [
+      'N35 timestamp impossible date',
+      { ...track, timestamp: '2024-02-30T00:00:00Z' },
+      {},
+      'invalid_timestamp',
+      '`timestamp` is not an ISO 8601 date-time: a string of 20 characters',
+    ],
     ['N36 sentAt not ISO', { ...track, sentAt: 'now' }, {}, 'invalid_timestamp', '`sentAt`'],
     ['N37 originalTimestamp not ISO', { ...track, originalTimestamp: '2024-13-01' }, {}, 'invalid_timestamp', '`originalTimestamp`'],
     ['N38 envelope sentAt not ISO', track, { sentAt: 'later' }, 'invalid_timestamp', 'The batch `sentAt`'],
@@ -114,7 +115,10 @@ describe('normalizeMessage: rejections', () => {
   });
 
   test('N41b a refused value is never in the message, which is kept for operators: an email in the wrong field names its field only', () => {
-    for (const raw of [{ ...track, timestamp: 'victim-42@example.com' }, { ...track, type: 'victim-42@example.com' }]) {
+    for (const raw of [
+      { ...track, timestamp: 'victim-42@example.com' },
+      { ...track, type: 'victim-42@example.com' },
+    ]) {
       const result = rejected(raw);
       assert.ok(!result.message.includes('victim'), result.message);
       assert.match(result.message, /`(timestamp|type)`/);
@@ -178,8 +182,16 @@ describe('normalizeMessage: numeric ids become strings', () => {
     ['I02 numeric anonymousId', { type: 'identify', anonymousId: 0 }, { anonymousId: '0' }],
     ['I03 numeric groupId', { type: 'group', userId: 1, groupId: 42 }, { userId: '1', groupId: '42' }],
     ['I04 numeric previousId', { type: 'alias', userId: 2, previousId: 1 }, { userId: '2', previousId: '1' }],
-    ['I05 negative ids, and integers written with an exponent or a zero fraction', { type: 'identify', userId: -15, anonymousId: JSON.parse('1e2') }, { userId: '-15', anonymousId: '100' }],
-    ['I06 the largest safe integers', { type: 'group', userId: 9007199254740991, groupId: -9007199254740991 }, { userId: '9007199254740991', groupId: '-9007199254740991' }],
+    [
+      'I05 negative ids, and integers written with an exponent or a zero fraction',
+      { type: 'identify', userId: -15, anonymousId: JSON.parse('1e2') },
+      { userId: '-15', anonymousId: '100' },
+    ],
+    [
+      'I06 the largest safe integers',
+      { type: 'group', userId: 9007199254740991, groupId: -9007199254740991 },
+      { userId: '9007199254740991', groupId: '-9007199254740991' },
+    ],
   ];
   for (const [name, raw, expected] of cases) {
     test(name, () => {
@@ -219,7 +231,14 @@ describe('normalizeMessage: timestamps and clock-skew correction', () => {
   type Row = [string, Record<string, string>, string | undefined, string, string | undefined, string | undefined];
   const cases: Row[] = [
     ['T01 no client time: timestamp is receivedAt', {}, undefined, receivedAt, undefined, undefined],
-    ['T02 timestamp only: used as sent', { timestamp: '2024-01-02T03:00:00.000Z' }, undefined, '2024-01-02T03:00:00.000Z', '2024-01-02T03:00:00.000Z', undefined],
+    [
+      'T02 timestamp only: used as sent',
+      { timestamp: '2024-01-02T03:00:00.000Z' },
+      undefined,
+      '2024-01-02T03:00:00.000Z',
+      '2024-01-02T03:00:00.000Z',
+      undefined,
+    ],
     [
       'T03 timestamp and sentAt: receivedAt - (sentAt - timestamp)',
       { timestamp: '2024-01-02T03:00:00.000Z', sentAt: '2024-01-02T03:00:10.000Z' },
@@ -268,7 +287,14 @@ describe('normalizeMessage: timestamps and clock-skew correction', () => {
       '2024-01-01T03:00:00.000Z',
       '2024-01-01T03:00:30.000Z',
     ],
-    ['T09 sentAt without a timestamp: timestamp is receivedAt', { sentAt: '2024-01-02T03:00:00Z' }, undefined, receivedAt, undefined, '2024-01-02T03:00:00.000Z'],
+    [
+      'T09 sentAt without a timestamp: timestamp is receivedAt',
+      { sentAt: '2024-01-02T03:00:00Z' },
+      undefined,
+      receivedAt,
+      undefined,
+      '2024-01-02T03:00:00.000Z',
+    ],
     [
       'T10 originalTimestamp alone (RudderStack SDKs) is the client time',
       { originalTimestamp: '2024-01-02T03:00:00.000Z', sentAt: '2024-01-02T03:00:10.000Z' },
@@ -309,14 +335,7 @@ describe('normalizeMessage: timestamps and clock-skew correction', () => {
       '2024-01-02T03:00:00.000Z',
       '2024-01-02T03:00:02.000Z',
     ],
-    [
-      'T15 a client-sent receivedAt is replaced by the server clock',
-      { receivedAt: '1999-01-01T00:00:00Z' },
-      undefined,
-      receivedAt,
-      undefined,
-      undefined,
-    ],
+    ['T15 a client-sent receivedAt is replaced by the server clock', { receivedAt: '1999-01-01T00:00:00Z' }, undefined, receivedAt, undefined, undefined],
   ];
   for (const [name, times, envelopeSentAt, timestamp, originalTimestamp, sentAt] of cases) {
     test(name, () => {
@@ -357,10 +376,7 @@ describe('normalizeMessage: enrichment', () => {
   });
 
   test('E02 a message library replaces the envelope library whole', () => {
-    const message = ok(
-      { ...track, context: { library: { name: 'custom' } } },
-      { context: { library: { name: 'analytics-go', version: '2.1.1' } } },
-    );
+    const message = ok({ ...track, context: { library: { name: 'custom' } } }, { context: { library: { name: 'analytics-go', version: '2.1.1' } } });
     assert.deepEqual(message.context.library, { name: 'custom' });
   });
 
@@ -574,7 +590,7 @@ describe('readEnvelope: /v1/batch', () => {
     assert.equal(normalised.ok, true);
   });
 
-  test('B20 a bad message is not the envelope\'s business: it is passed on for normalizeMessage to refuse', () => {
+  test("B20 a bad message is not the envelope's business: it is passed on for normalizeMessage to refuse", () => {
     const result = readEnvelope({ batch: [track, 'junk', { userId: 'u1' }, { type: 'track' }] }, 'batch');
     assert.ok(result.ok);
     const outcomes = result.messages.map((m) => {

@@ -50,7 +50,10 @@ test('a task heavier than the limit runs alone, and nothing starts beside it', a
 
 test('a task that fails gives its bytes back and its error reaches the caller', async () => {
   const gate = new ProcessingGate(10);
-  await assert.rejects(gate.run(10, async () => Promise.reject(new Error('boom'))), /boom/);
+  await assert.rejects(
+    gate.run(10, async () => Promise.reject(new Error('boom'))),
+    /boom/,
+  );
   assert.equal(gate.runningBytes, 0);
   assert.equal(await gate.run(10, async () => 'next'), 'next');
 });

@@ -97,7 +97,11 @@ for (const backend of backends) {
       withStore(async (store) => {
         const first = await store.ingest({ receivedAtMs: t0, events: [event('a'), event('b'), event('a')], rejections: [] });
         assert.deepEqual(first, { inserted: 2, duplicates: 1, deliveries: 2 });
-        const again = await store.ingest({ receivedAtMs: t0, events: [event('b'), event('c', { sourceId: 'other' }), event('b', { sourceId: 'other' })], rejections: [] });
+        const again = await store.ingest({
+          receivedAtMs: t0,
+          events: [event('b'), event('c', { sourceId: 'other' }), event('b', { sourceId: 'other' })],
+          rejections: [],
+        });
         assert.deepEqual(again, { inserted: 2, duplicates: 1, deliveries: 2 }, 'idempotency is per source');
         const stats = await store.stats();
         assert.equal(stats.events, 4);
@@ -106,7 +110,8 @@ for (const backend of backends) {
 
     test('S02 rejections are kept for operators and counted per source and code', () =>
       withStore(async (store) => {
-        await store.ingest({ receivedAtMs: t0,
+        await store.ingest({
+          receivedAtMs: t0,
           events: [],
           rejections: [
             { sourceId: 'app', index: 1, code: 'missing_event', message: 'no event' },
@@ -119,27 +124,54 @@ for (const backend of backends) {
           { sourceId: 'other', code: 'invalid_type', count: 1 },
         ]);
         const recent = await store.listRejections({ sourceId: 'app', limit: 10 });
-        assert.deepEqual(recent.map((r) => r.index), [2, 1]);
+        assert.deepEqual(
+          recent.map((r) => r.index),
+          [2, 1],
+        );
         assert.equal(recent[0]!.receivedAt, new Date(t0).toISOString(), 'stamped with the request time');
         assert.equal((await store.stats()).rejections, 3);
       }));
 
     test('S03 a claim leases due jobs of one destination; others cannot claim them until the lease runs out', () =>
       withStore(async (store) => {
-        await store.ingest({ receivedAtMs: t0, events: [event('a'), event('b'), event('c', { deliveries: [{ destinationId: 'd2', kind: 'event', body: '{}' }] })], rejections: [] });
+        await store.ingest({
+          receivedAtMs: t0,
+          events: [event('a'), event('b'), event('c', { deliveries: [{ destinationId: 'd2', kind: 'event', body: '{}' }] })],
+          rejections: [],
+        });
         assert.equal(await store.nextDueAt(['d1']), t0);
         const w1 = await store.claim({ destinationId: 'd1', owner: 'w1', nowMs: t0, leaseMs: 1000, limit: 10 });
-        assert.deepEqual(w1.map((j) => j.messageId), ['a', 'b']);
+        assert.deepEqual(
+          w1.map((j) => j.messageId),
+          ['a', 'b'],
+        );
         assert.equal(w1[0]!.body, '{"messageId":"a"}', 'the exact stored bytes');
         assert.equal(w1[0]!.firstAttemptAtMs, null);
         assert.deepEqual(await store.claim({ destinationId: 'd1', owner: 'w2', nowMs: t0 + 999, leaseMs: 1000, limit: 10 }), []);
         assert.equal(await store.nextDueAt(['d1']), t0 + 1000, 'held jobs are due again when their lease runs out');
         assert.equal((await store.listDeliveries({ destinationId: 'd1', limit: 10 }))[0]!.nextAttemptAt, new Date(t0 + 1000).toISOString());
         const taken = await store.claim({ destinationId: 'd1', owner: 'w2', nowMs: t0 + 1000, leaseMs: 1000, limit: 1 });
-        assert.deepEqual(taken.map((j) => j.messageId), ['a'], 'an expired lease is due again, oldest first');
+        assert.deepEqual(
+          taken.map((j) => j.messageId),
+          ['a'],
+          'an expired lease is due again, oldest first',
+        );
         // The first worker lost its lease on `a`: its late completion is refused.
-        assert.equal(await store.complete({ id: w1[0]!.id, owner: 'w1', nowMs: t0 + 1001, firstAttemptAtMs: t0, attempts: [attempt()], outcome: { status: 'succeeded' } }), false);
-        assert.equal(await store.complete({ id: taken[0]!.id, owner: 'w2', nowMs: t0 + 1001, firstAttemptAtMs: t0, attempts: [attempt({ statusCode: 200, errorClass: null, errorMessage: null })], outcome: { status: 'succeeded' } }), true);
+        assert.equal(
+          await store.complete({ id: w1[0]!.id, owner: 'w1', nowMs: t0 + 1001, firstAttemptAtMs: t0, attempts: [attempt()], outcome: { status: 'succeeded' } }),
+          false,
+        );
+        assert.equal(
+          await store.complete({
+            id: taken[0]!.id,
+            owner: 'w2',
+            nowMs: t0 + 1001,
+            firstAttemptAtMs: t0,
+            attempts: [attempt({ statusCode: 200, errorClass: null, errorMessage: null })],
+            outcome: { status: 'succeeded' },
+          }),
+          true,
+        );
         const detail = await store.getDelivery(taken[0]!.id);
         assert.equal(detail!.delivery.status, 'succeeded');
         assert.equal(detail!.attempts.length, 2, 'both attempts are logged');
@@ -149,14 +181,34 @@ for (const backend of backends) {
       withStore(async (store) => {
         await store.ingest({ receivedAtMs: t0, events: [event('a'), event('b')], rejections: [] });
         const [a, b] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 10 });
-        await store.complete({ id: a!.id, owner: 'w', nowMs: t0 + 5, firstAttemptAtMs: t0, attempts: [attempt(), attempt({ url: 'https://b.example.com', statusCode: null, errorClass: 'timeout', responseBody: null })], outcome: { status: 'pending', nextAttemptAtMs: t0 + 2000, lastError: 'HTTP 503' } });
-        await store.complete({ id: b!.id, owner: 'w', nowMs: t0 + 5, firstAttemptAtMs: t0, attempts: [attempt({ statusCode: 404 })], outcome: { status: 'dead', reason: 'non_retryable_response', lastError: 'HTTP 404' } });
+        await store.complete({
+          id: a!.id,
+          owner: 'w',
+          nowMs: t0 + 5,
+          firstAttemptAtMs: t0,
+          attempts: [attempt(), attempt({ url: 'https://b.example.com', statusCode: null, errorClass: 'timeout', responseBody: null })],
+          outcome: { status: 'pending', nextAttemptAtMs: t0 + 2000, lastError: 'HTTP 503' },
+        });
+        await store.complete({
+          id: b!.id,
+          owner: 'w',
+          nowMs: t0 + 5,
+          firstAttemptAtMs: t0,
+          attempts: [attempt({ statusCode: 404 })],
+          outcome: { status: 'dead', reason: 'non_retryable_response', lastError: 'HTTP 404' },
+        });
         const retry = (await store.getDelivery(a!.id))!;
         assert.equal(retry.delivery.status, 'pending');
         assert.equal(retry.delivery.attemptCount, 1);
         assert.equal(retry.delivery.nextAttemptAt, new Date(t0 + 2000).toISOString());
         assert.equal(retry.delivery.firstAttemptAt, new Date(t0).toISOString());
-        assert.deepEqual(retry.attempts.map((x) => [x.url, x.errorClass]), [['https://example.com/hook', 'http'], ['https://b.example.com', 'timeout']]);
+        assert.deepEqual(
+          retry.attempts.map((x) => [x.url, x.errorClass]),
+          [
+            ['https://example.com/hook', 'http'],
+            ['https://b.example.com', 'timeout'],
+          ],
+        );
         assert.deepEqual(await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 1999, leaseMs: 1, limit: 10 }), []);
         const [again] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 2000, leaseMs: 1, limit: 10 });
         assert.equal(again!.attemptCount, 1);
@@ -168,10 +220,21 @@ for (const backend of backends) {
 
     test('S05 replay brings dead letters back, due now, in a fresh window, as manual', () =>
       withStore(async (store) => {
-        await store.ingest({ receivedAtMs: t0, events: [event('a'), event('b', { deliveries: [{ destinationId: 'd2', kind: 'event', body: '{}' }] })], rejections: [] });
+        await store.ingest({
+          receivedAtMs: t0,
+          events: [event('a'), event('b', { deliveries: [{ destinationId: 'd2', kind: 'event', body: '{}' }] })],
+          rejections: [],
+        });
         for (const d of ['d1', 'd2']) {
           const [job] = await store.claim({ destinationId: d, owner: 'w', nowMs: t0, leaseMs: 1000, limit: 1 });
-          await store.complete({ id: job!.id, owner: 'w', nowMs: t0, firstAttemptAtMs: t0, attempts: [attempt()], outcome: { status: 'dead', reason: 'retry_window_exhausted', lastError: 'x' } });
+          await store.complete({
+            id: job!.id,
+            owner: 'w',
+            nowMs: t0,
+            firstAttemptAtMs: t0,
+            attempts: [attempt()],
+            outcome: { status: 'dead', reason: 'retry_window_exhausted', lastError: 'x' },
+          });
         }
         assert.equal(await store.replay({ destinationId: 'd1' }, t0 + 10), 1);
         assert.equal(await store.replay({ ids: [] }, t0 + 10), 0);
@@ -194,7 +257,10 @@ for (const backend of backends) {
         assert.equal((await store.claim({ destinationId: 'd1', owner: 'x', nowMs: t0 + 5, leaseMs: 1, limit: 5 })).length, 2);
         assert.equal(await store.abandonPending('d1', t0 + 6), 2);
         const dead = await store.listDeliveries({ status: 'dead', limit: 5 });
-        assert.deepEqual(dead.map((d) => d.deadReason), ['destination_deleted', 'destination_deleted']);
+        assert.deepEqual(
+          dead.map((d) => d.deadReason),
+          ['destination_deleted', 'destination_deleted'],
+        );
       }));
 
     test('S06b releasing some leases returns only those jobs, and only to their own owner, due at once', () =>
@@ -214,7 +280,11 @@ for (const backend of backends) {
           [mine[0]!.id, mine[2]!.id].sort((a, b) => a - b),
           'the two handed back are due at once; the others stay held',
         );
-        assert.equal(await store.complete({ id: mine[1]!.id, owner: 'w', nowMs: t0 + 6, firstAttemptAtMs: t0 + 6, attempts: [], outcome: { status: 'succeeded' } }), true, 'w still holds the one it kept');
+        assert.equal(
+          await store.complete({ id: mine[1]!.id, owner: 'w', nowMs: t0 + 6, firstAttemptAtMs: t0 + 6, attempts: [], outcome: { status: 'succeeded' } }),
+          true,
+          'w still holds the one it kept',
+        );
       }));
 
     test('S06c a lease is named by its end: handing back one that ran out never frees a later claim of the same job', () =>
@@ -245,31 +315,35 @@ for (const backend of backends) {
 
     test('S07 regulations purge a user in scope, queue their notices, and forget the user ids once done', () =>
       withStore(async (store) => {
-        await store.ingest({ receivedAtMs: t0,
-          events: [event('a'), event('b', { sourceId: 'other' }), event('c', { userId: 'keep' })],
-          rejections: [],
-        });
+        await store.ingest({ receivedAtMs: t0, events: [event('a'), event('b', { sourceId: 'other' }), event('c', { userId: 'keep' })], rejections: [] });
         const reg = await store.createRegulation({ id: 'reg_1', userIds: ['u1'], sourceIds: ['app'], nowMs: t0 });
         assert.deepEqual([reg.status, reg.userIds, reg.userCount], ['pending', ['u1'], 1]);
-        assert.deepEqual((await store.pendingRegulations()).map((r) => r.id), ['reg_1']);
+        assert.deepEqual(
+          (await store.pendingRegulations()).map((r) => r.id),
+          ['reg_1'],
+        );
         const given: AffectedSources[] = [];
         const done = await store.executeRegulation({ id: 'reg_1', noticesFor: noticesTo(given, 'd1'), nowMs: t0 + 1 });
-        assert.deepEqual(given, [{ u1: ['app'] }], 'the sources in scope that held the user\'s events');
+        assert.deepEqual(given, [{ u1: ['app'] }], "the sources in scope that held the user's events");
         assert.deepEqual([done.status, done.eventsDeleted, done.deliveriesDeleted, done.notificationsQueued], ['done', 1, 1, 1]);
         assert.deepEqual([done.userIds, done.userCount], [[], 1], 'the user ids are forgotten; their number stays');
         assert.equal((await store.stats()).events, 2);
         const deletes = (await store.listDeliveries({ limit: 10 })).filter((d) => d.kind === 'delete');
-        assert.deepEqual(deletes.map((d) => [d.destinationId, d.sourceId, d.userId]), [['d1', 'app', 'u1']]);
+        assert.deepEqual(
+          deletes.map((d) => [d.destinationId, d.sourceId, d.userId]),
+          [['d1', 'app', 'u1']],
+        );
         // Carrying it out again changes nothing.
         await store.executeRegulation({ id: 'reg_1', noticesFor: noticesTo(given, 'd1'), nowMs: t0 + 2 });
         assert.equal(given.length, 1);
         assert.equal((await store.stats()).events, 2);
       }));
 
-    test('S07b a purge finds the identities linked to the user: aliases either way, anonymous events before login; another user\'s events stay', () =>
+    test("S07b a purge finds the identities linked to the user: aliases either way, anonymous events before login; another user's events stay", () =>
       withStore(async (store) => {
         const e = (messageId: string, over: Partial<NewEvent>) => event(messageId, { userId: undefined, ...over });
-        await store.ingest({ receivedAtMs: t0,
+        await store.ingest({
+          receivedAtMs: t0,
           events: [
             e('anon-1', { anonymousId: 'anon-v' }),
             e('anon-2', { anonymousId: 'anon-v', sourceId: 'web' }),
@@ -298,33 +372,58 @@ for (const backend of backends) {
       withStore(async (store) => {
         await store.ingest({ receivedAtMs: t0, events: [event('a', { sourceId: 'app' }), event('b', { userId: 'u2', sourceId: 'other' })], rejections: [] });
         await store.enqueue(
-          ['u1', 'u2'].map((userId) => ({ destinationId: 'aud', kind: 'audience' as const, body: `{"userId":"${userId}"}`, userId, messageId: `aud_${userId}` })),
+          ['u1', 'u2'].map((userId) => ({
+            destinationId: 'aud',
+            kind: 'audience' as const,
+            body: `{"userId":"${userId}"}`,
+            userId,
+            messageId: `aud_${userId}`,
+          })),
           t0,
         );
         const jobs = await store.claim({ destinationId: 'aud', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 10 });
         for (const job of jobs)
-          await store.complete({ id: job.id, owner: 'w', createdAtMs: job.createdAtMs, nowMs: t0 + 1, firstAttemptAtMs: t0, attempts: [attempt({ responseBody: job.body })], outcome: { status: 'pending', nextAttemptAtMs: t0 + 10, lastError: 'HTTP 503' } });
+          await store.complete({
+            id: job.id,
+            owner: 'w',
+            createdAtMs: job.createdAtMs,
+            nowMs: t0 + 1,
+            firstAttemptAtMs: t0,
+            attempts: [attempt({ responseBody: job.body })],
+            outcome: { status: 'pending', nextAttemptAtMs: t0 + 10, lastError: 'HTTP 503' },
+          });
         // u2 keeps events in another source: its audience delivery stays.
         await store.createRegulation({ id: 'reg_aud', userIds: ['u1', 'u2'], sourceIds: ['app'], nowMs: t0 + 2 });
         const done = await store.executeRegulation({ id: 'reg_aud', noticesFor: () => [], nowMs: t0 + 3 });
         assert.deepEqual([done.eventsDeleted, done.deliveriesDeleted], [1, 2], 'the event delivery of u1 and its audience delivery');
-        assert.deepEqual((await store.listDeliveries({ limit: 10 })).map((d) => d.messageId), ['b', 'aud_u2']);
+        assert.deepEqual(
+          (await store.listDeliveries({ limit: 10 })).map((d) => d.messageId),
+          ['b', 'aud_u2'],
+        );
         assert.equal(await store.getDelivery(jobs.find((j) => j.userId === 'u1')!.id), null);
         assert.equal(await store.nextDueAt(['aud']), t0 + 10, 'the purged job is not due');
       }));
 
     test('S07e a request interrupted after its purge resumes from its stored plan: the sources found before the purge are still told', () =>
       withStore(async (store) => {
-        await store.ingest({ receivedAtMs: t0,
-          events: [
-            event('anon', { userId: undefined, anonymousId: 'anon-u', sourceId: 'web' }),
-            event('login', { type: 'identify', anonymousId: 'anon-u' }),
-          ],
+        await store.ingest({
+          receivedAtMs: t0,
+          events: [event('anon', { userId: undefined, anonymousId: 'anon-u', sourceId: 'web' }), event('login', { type: 'identify', anonymousId: 'anon-u' })],
           rejections: [],
         });
         await store.createRegulation({ id: 'reg_resume', userIds: ['u1'], sourceIds: null, nowMs: t0 });
         // The notices cannot be queued (a crash at the last step): every batch is committed, the request still pending.
-        await assert.rejects(store.executeRegulation({ id: 'reg_resume', noticesFor: () => { throw new Error('crash'); }, nowMs: t0 + 1, batchSize: 1 }), /crash/);
+        await assert.rejects(
+          store.executeRegulation({
+            id: 'reg_resume',
+            noticesFor: () => {
+              throw new Error('crash');
+            },
+            nowMs: t0 + 1,
+            batchSize: 1,
+          }),
+          /crash/,
+        );
         const pending = (await store.getRegulation('reg_resume'))!;
         assert.deepEqual([pending.status, pending.eventsDeleted, pending.userIds], ['pending', 2, ['u1']]);
         assert.equal((await store.stats()).events, 0, 'the identify that linked the anonymous id is gone');
@@ -337,17 +436,59 @@ for (const backend of backends) {
     test('S07d a delete notice delivered is deleted with its attempts; one still failing stays', () =>
       withStore(async (store) => {
         await store.enqueue(
-          ['d1', 'd2'].map((destinationId) => ({ destinationId, sourceId: 'app', kind: 'delete' as const, userId: 'u1', body: '{"type":"delete","userId":"u1"}' })),
+          ['d1', 'd2'].map((destinationId) => ({
+            destinationId,
+            sourceId: 'app',
+            kind: 'delete' as const,
+            userId: 'u1',
+            body: '{"type":"delete","userId":"u1"}',
+          })),
           t0,
         );
         const [first] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 1 });
         const [second] = await store.claim({ destinationId: 'd2', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 1 });
         const retry = { status: 'pending' as const, nextAttemptAtMs: t0 + 10, lastError: 'HTTP 503' };
-        assert.equal(await store.complete({ id: first!.id, owner: 'w', createdAtMs: first!.createdAtMs, kind: 'delete', nowMs: t0 + 1, firstAttemptAtMs: t0, attempts: [attempt({ responseBody: first!.body })], outcome: retry }), true);
-        assert.equal(await store.complete({ id: second!.id, owner: 'w', createdAtMs: second!.createdAtMs, kind: 'delete', nowMs: t0 + 1, firstAttemptAtMs: t0, attempts: [attempt({ responseBody: second!.body })], outcome: retry }), true);
+        assert.equal(
+          await store.complete({
+            id: first!.id,
+            owner: 'w',
+            createdAtMs: first!.createdAtMs,
+            kind: 'delete',
+            nowMs: t0 + 1,
+            firstAttemptAtMs: t0,
+            attempts: [attempt({ responseBody: first!.body })],
+            outcome: retry,
+          }),
+          true,
+        );
+        assert.equal(
+          await store.complete({
+            id: second!.id,
+            owner: 'w',
+            createdAtMs: second!.createdAtMs,
+            kind: 'delete',
+            nowMs: t0 + 1,
+            firstAttemptAtMs: t0,
+            attempts: [attempt({ responseBody: second!.body })],
+            outcome: retry,
+          }),
+          true,
+        );
         const [again] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 10, leaseMs: 60_000, limit: 1 });
         const ok = attempt({ statusCode: 200, errorClass: null, errorMessage: null, responseBody: again!.body });
-        assert.equal(await store.complete({ id: again!.id, owner: 'w', createdAtMs: again!.createdAtMs, kind: 'delete', nowMs: t0 + 11, firstAttemptAtMs: t0, attempts: [ok], outcome: { status: 'succeeded' } }), true);
+        assert.equal(
+          await store.complete({
+            id: again!.id,
+            owner: 'w',
+            createdAtMs: again!.createdAtMs,
+            kind: 'delete',
+            nowMs: t0 + 11,
+            firstAttemptAtMs: t0,
+            attempts: [ok],
+            outcome: { status: 'succeeded' },
+          }),
+          true,
+        );
         assert.equal(await store.getDelivery(again!.id), null, 'the delivered notice is gone');
         const kept = (await store.getDelivery(second!.id))!;
         assert.deepEqual([kept.delivery.status, kept.attempts.length], ['pending', 1], 'the other is still on its way');
@@ -357,7 +498,8 @@ for (const backend of backends) {
       withStore(async (store) => {
         const alias = (messageId: string, previousId: string, userId: string) =>
           event(messageId, { type: 'alias', userId, json: JSON.stringify({ type: 'alias', previousId, userId }) });
-        await store.ingest({ receivedAtMs: t0,
+        await store.ingest({
+          receivedAtMs: t0,
           events: [
             alias('alice-device', 'device-1', 'alice'),
             alias('bob-device', 'device-1', 'bob'),
@@ -380,14 +522,19 @@ for (const backend of backends) {
         const left = (await store.listDeliveries({ limit: 20 })).map((d) => d.messageId).sort();
         assert.deepEqual(left, ['bob', 'bob-device', 'buggy-client', 'carol', 'carol-undefined', 'device-anon'], 'nobody but alice and her old id');
         assert.deepEqual([done.status, done.eventsDeleted], ['done', 6]);
-        assert.deepEqual(done.linkedIdentities, { followed: 1, skipped: 3, reason: 'placeholder_or_shared_id' }, 'old-alice followed; device-1, bob and undefined not');
+        assert.deepEqual(
+          done.linkedIdentities,
+          { followed: 1, skipped: 3, reason: 'placeholder_or_shared_id' },
+          'old-alice followed; device-1, bob and undefined not',
+        );
       }));
 
     test('S07g past the limit of linked ids a request deletes only the named user and its own anonymous ids, and says so', () =>
       withStore(async (store) => {
         const alias = (messageId: string, previousId: string) =>
           event(messageId, { type: 'alias', userId: 'u1', json: JSON.stringify({ type: 'alias', previousId, userId: 'u1' }) });
-        await store.ingest({ receivedAtMs: t0,
+        await store.ingest({
+          receivedAtMs: t0,
           events: [
             alias('alias-1', 'linked-1'),
             alias('alias-2', 'linked-2'),
@@ -411,7 +558,11 @@ for (const backend of backends) {
         await store.createRegulation({ id: 'reg_stop', userIds: ['u1'], sourceIds: null, nowMs: t0 });
         // Aborted once two batches have begun.
         let looks = 0;
-        const signal = { get aborted() { return ++looks > 2; } } as AbortSignal;
+        const signal = {
+          get aborted() {
+            return ++looks > 2;
+          },
+        } as AbortSignal;
         const stopped = await store.executeRegulation({ id: 'reg_stop', noticesFor: () => [], nowMs: t0 + 1, batchSize: 2, signal });
         assert.deepEqual([stopped.status, stopped.eventsDeleted, stopped.userIds], ['pending', 4, ['u1']]);
         assert.equal((await store.stats()).events, 2);
@@ -441,8 +592,14 @@ for (const backend of backends) {
         await store.ingest({ receivedAtMs: t0, events: ['a', 'b', 'c', 'd'].map((m) => event(m)), rejections: [] });
         const page1 = await store.listDeliveries({ limit: 3 });
         const page2 = await store.listDeliveries({ limit: 3, afterId: page1.at(-1)!.id });
-        assert.deepEqual([...page1, ...page2].map((d) => d.messageId), ['a', 'b', 'c', 'd']);
-        assert.deepEqual((await store.listDeliveries({ messageId: 'c', limit: 5 })).map((d) => d.messageId), ['c']);
+        assert.deepEqual(
+          [...page1, ...page2].map((d) => d.messageId),
+          ['a', 'b', 'c', 'd'],
+        );
+        assert.deepEqual(
+          (await store.listDeliveries({ messageId: 'c', limit: 5 })).map((d) => d.messageId),
+          ['c'],
+        );
         assert.equal((await store.listDeliveries({ destinationId: 'nope', limit: 5 })).length, 0);
         assert.equal((await store.listDeliveries({ sourceId: 'app', status: 'pending', limit: 5 })).length, 4);
       }));
@@ -455,7 +612,14 @@ for (const backend of backends) {
         assert.equal(job!.messageId, 'aud_1');
         await store.saveSource({ id: 's', name: 'S', writeKey: 'k' });
         await store.saveSource({ id: 's', name: 'S2', writeKey: 'k2' });
-        const destination = { id: 'd', type: 'Webhooks' as const, name: 'D', enabled: true, sources: ['s'], settings: { webhooks: [{ url: 'https://x.example.com', headers: {} }] } };
+        const destination = {
+          id: 'd',
+          type: 'Webhooks' as const,
+          name: 'D',
+          enabled: true,
+          sources: ['s'],
+          settings: { webhooks: [{ url: 'https://x.example.com', headers: {} }] },
+        };
         await store.saveDestination(destination);
         assert.deepEqual(await store.loadCatalog(), { sources: [{ id: 's', name: 'S2', writeKey: 'k2' }], destinations: [destination] });
         await store.deleteSource('s');
@@ -475,7 +639,9 @@ for (const backend of backends) {
         const ok = attempt({ statusCode: 200, errorClass: null, errorMessage: null, responseBody: 'ok' });
         // A time beyond PostgreSQL's bigint column: it refuses this one completion (SQLite keeps it).
         const outcomes = await Promise.allSettled(
-          jobs.map((j, i) => store.complete({ id: j.id, owner: 'w', nowMs: t0 + 1, firstAttemptAtMs: i === 1 ? 1e20 : t0, attempts: [ok], outcome: { status: 'succeeded' } })),
+          jobs.map((j, i) =>
+            store.complete({ id: j.id, owner: 'w', nowMs: t0 + 1, firstAttemptAtMs: i === 1 ? 1e20 : t0, attempts: [ok], outcome: { status: 'succeeded' } }),
+          ),
         );
         assert.deepEqual(outcomes[0], { status: 'fulfilled', value: true });
         assert.deepEqual(outcomes[2], { status: 'fulfilled', value: true });
@@ -494,9 +660,15 @@ for (const backend of backends) {
         const [a, b] = await store.claim({ destinationId: 'd1', owner: 'w1', nowMs: t0, leaseMs: 1000, limit: 10 });
         assert.equal(await store.nextDueAt(['d1']), t0 + 1000);
         const ok = attempt({ statusCode: 200, errorClass: null, errorMessage: null });
-        assert.equal(await store.complete({ id: a!.id, owner: 'w1', nowMs: t0 + 5000, firstAttemptAtMs: t0, attempts: [ok], outcome: { status: 'succeeded' } }), true);
+        assert.equal(
+          await store.complete({ id: a!.id, owner: 'w1', nowMs: t0 + 5000, firstAttemptAtMs: t0, attempts: [ok], outcome: { status: 'succeeded' } }),
+          true,
+        );
         assert.equal(await store.nextDueAt(['d1']), t0 + 1000, 'b is still held, its lease run out: due at once');
-        assert.deepEqual((await store.claim({ destinationId: 'd1', owner: 'w2', nowMs: t0 + 5001, leaseMs: 1000, limit: 10 })).map((j) => j.id), [b!.id]);
+        assert.deepEqual(
+          (await store.claim({ destinationId: 'd1', owner: 'w2', nowMs: t0 + 5001, leaseMs: 1000, limit: 10 })).map((j) => j.id),
+          [b!.id],
+        );
         assert.equal(await store.releaseLeases('w1', t0 + 5002), 0, 'w1 holds nothing any more');
         assert.equal(await store.releaseLeases('w2', t0 + 5002), 1);
         assert.ok((await store.nextDueAt(['d1']))! <= t0 + 5002, 'released: due at once');
@@ -513,11 +685,33 @@ for (const backend of backends) {
         const [notice] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 3, leaseMs: 60_000, limit: 10 });
         assert.equal(notice!.kind, 'delete', 'not hidden behind the purged job');
         const ok = attempt({ statusCode: 200, errorClass: null, errorMessage: null, responseBody: 'echo of u1' });
-        assert.equal(await store.complete({ id: held!.id, owner: 'w', createdAtMs: held!.createdAtMs, nowMs: t0 + 4, firstAttemptAtMs: t0, attempts: [ok], outcome: { status: 'succeeded' } }), false);
+        assert.equal(
+          await store.complete({
+            id: held!.id,
+            owner: 'w',
+            createdAtMs: held!.createdAtMs,
+            nowMs: t0 + 4,
+            firstAttemptAtMs: t0,
+            attempts: [ok],
+            outcome: { status: 'succeeded' },
+          }),
+          false,
+        );
         const detail = (await store.getDelivery(notice!.id))!;
         assert.equal(detail.delivery.status, 'pending', "the purged job's outcome is not the notice's");
         assert.deepEqual(detail.attempts, [], 'and its response is logged nowhere');
-        assert.equal(await store.complete({ id: notice!.id, owner: 'w', createdAtMs: notice!.createdAtMs, nowMs: t0 + 5, firstAttemptAtMs: t0 + 3, attempts: [ok], outcome: { status: 'succeeded' } }), true);
+        assert.equal(
+          await store.complete({
+            id: notice!.id,
+            owner: 'w',
+            createdAtMs: notice!.createdAtMs,
+            nowMs: t0 + 5,
+            firstAttemptAtMs: t0 + 3,
+            attempts: [ok],
+            outcome: { status: 'succeeded' },
+          }),
+          true,
+        );
       }));
 
     test('S14 text a store cannot keep as it is (a lone surrogate, a NUL) is recorded with U+FFFD in its place', () =>
@@ -554,15 +748,32 @@ for (const backend of backends) {
         assert.equal((await store.getDelivery(b!.id))!.delivery.status, 'dead');
       }));
 
-    test('S13b a dead-lettered delete notice stays, replayable, with its attempts; a deleted destination\'s notices go with it, pending or dead', () =>
+    test("S13b a dead-lettered delete notice stays, replayable, with its attempts; a deleted destination's notices go with it, pending or dead", () =>
       withStore(async (store) => {
         await store.ingest({ receivedAtMs: t0, events: [event('a')], rejections: [] });
-        const notice = (destinationId: string, userId: string) => ({ destinationId, sourceId: 'app', kind: 'delete' as const, userId, body: `{"type":"delete","userId":"${userId}"}` });
+        const notice = (destinationId: string, userId: string) => ({
+          destinationId,
+          sourceId: 'app',
+          kind: 'delete' as const,
+          userId,
+          body: `{"type":"delete","userId":"${userId}"}`,
+        });
         await store.enqueue([notice('d1', 'u1'), notice('d1', 'u2'), notice('d2', 'u3')], t0);
         const deadLetter = async (destinationId: string, userId: string) => {
-          const job = (await store.claim({ destinationId, owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 10 })).find((j) => j.kind === 'delete' && j.userId === userId)!;
+          const job = (await store.claim({ destinationId, owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 10 })).find(
+            (j) => j.kind === 'delete' && j.userId === userId,
+          )!;
           const failed = attempt({ statusCode: 404, responseBody: job.body });
-          await store.complete({ id: job.id, owner: 'w', createdAtMs: job.createdAtMs, kind: 'delete', nowMs: t0 + 1, firstAttemptAtMs: t0, attempts: [failed], outcome: { status: 'dead', reason: 'non_retryable_response', lastError: 'HTTP 404' } });
+          await store.complete({
+            id: job.id,
+            owner: 'w',
+            createdAtMs: job.createdAtMs,
+            kind: 'delete',
+            nowMs: t0 + 1,
+            firstAttemptAtMs: t0,
+            attempts: [failed],
+            outcome: { status: 'dead', reason: 'non_retryable_response', lastError: 'HTTP 404' },
+          });
           await store.releaseLeases('w', t0 + 1);
           return job.id;
         };
@@ -574,7 +785,13 @@ for (const backend of backends) {
         assert.equal(await store.abandonPending('d1', t0 + 2), 2, 'the event delivery dead-lettered, the pending notice deleted');
         assert.equal(await store.getDelivery(deadOfD1), null);
         const left = await store.listDeliveries({ limit: 10 });
-        assert.deepEqual(left.map((d) => [d.destinationId, d.kind, d.status, d.userId]), [['d1', 'event', 'dead', 'u1'], ['d2', 'delete', 'dead', 'u3']]);
+        assert.deepEqual(
+          left.map((d) => [d.destinationId, d.kind, d.status, d.userId]),
+          [
+            ['d1', 'event', 'dead', 'u1'],
+            ['d2', 'delete', 'dead', 'u3'],
+          ],
+        );
         assert.equal(await store.replay({ ids: [deadOfD2] }, t0 + 3), 1);
         assert.equal((await store.getDelivery(deadOfD2))!.delivery.status, 'pending');
       }));
@@ -588,23 +805,72 @@ for (const backend of backends) {
         const [again] = await store.claim({ destinationId: 'd1', owner: 'x', nowMs: t0 + 3, leaseMs: 60_000, limit: 10 });
         assert.equal(again?.id, held!.id);
         const ok = attempt({ statusCode: 200, errorClass: null, errorMessage: null });
-        assert.equal(await store.complete({ id: held!.id, owner: 'w', createdAtMs: held!.createdAtMs, nowMs: t0 + 4, firstAttemptAtMs: t0, attempts: [ok], outcome: { status: 'succeeded' } }), false);
+        assert.equal(
+          await store.complete({
+            id: held!.id,
+            owner: 'w',
+            createdAtMs: held!.createdAtMs,
+            nowMs: t0 + 4,
+            firstAttemptAtMs: t0,
+            attempts: [ok],
+            outcome: { status: 'succeeded' },
+          }),
+          false,
+        );
         assert.equal((await store.getDelivery(held!.id))!.delivery.status, 'pending');
       }));
 
-    test('S16 a delivery\'s attempts read back in the order they were made: a late one of a lost lease, the first kept, a retry', () =>
+    test("S16 a delivery's attempts read back in the order they were made: a late one of a lost lease, the first kept, a retry", () =>
       withStore(async (store) => {
         await store.ingest({ receivedAtMs: t0, events: [event('a')], rejections: [] });
         const [lost] = await store.claim({ destinationId: 'd1', owner: 'w1', nowMs: t0, leaseMs: 1000, limit: 1 });
         const [job] = await store.claim({ destinationId: 'd1', owner: 'w2', nowMs: t0 + 1000, leaseMs: 60_000, limit: 1 });
         const at = (url: string, startedAtMs: number, statusCode: number) => attempt({ url, startedAtMs, statusCode });
         // w1's attempt began before its lease ran out, and is recorded after w2 took the job.
-        assert.equal(await store.complete({ id: lost!.id, owner: 'w1', nowMs: t0 + 1001, firstAttemptAtMs: t0 + 10, attempts: [at('https://w1', t0 + 10, 503)], outcome: { status: 'pending', nextAttemptAtMs: t0 + 3000, lastError: 'HTTP 503' } }), false);
+        assert.equal(
+          await store.complete({
+            id: lost!.id,
+            owner: 'w1',
+            nowMs: t0 + 1001,
+            firstAttemptAtMs: t0 + 10,
+            attempts: [at('https://w1', t0 + 10, 503)],
+            outcome: { status: 'pending', nextAttemptAtMs: t0 + 3000, lastError: 'HTTP 503' },
+          }),
+          false,
+        );
         const retry = { status: 'pending' as const, nextAttemptAtMs: t0 + 3000, lastError: 'HTTP 503' };
-        const timedOut = attempt({ url: 'https://w2-b', startedAtMs: t0 + 1001, latencyMs: 5000, statusCode: null, errorClass: 'timeout', errorMessage: 'no response head within 5000 ms', responseBody: null });
-        assert.equal(await store.complete({ id: job!.id, owner: 'w2', nowMs: t0 + 1002, firstAttemptAtMs: t0 + 1001, attempts: [at('https://w2', t0 + 1001, 503), timedOut], outcome: retry }), true);
+        const timedOut = attempt({
+          url: 'https://w2-b',
+          startedAtMs: t0 + 1001,
+          latencyMs: 5000,
+          statusCode: null,
+          errorClass: 'timeout',
+          errorMessage: 'no response head within 5000 ms',
+          responseBody: null,
+        });
+        assert.equal(
+          await store.complete({
+            id: job!.id,
+            owner: 'w2',
+            nowMs: t0 + 1002,
+            firstAttemptAtMs: t0 + 1001,
+            attempts: [at('https://w2', t0 + 1001, 503), timedOut],
+            outcome: retry,
+          }),
+          true,
+        );
         const [again] = await store.claim({ destinationId: 'd1', owner: 'w2', nowMs: t0 + 3000, leaseMs: 60_000, limit: 1 });
-        assert.equal(await store.complete({ id: again!.id, owner: 'w2', nowMs: t0 + 3001, firstAttemptAtMs: t0 + 1001, attempts: [at('https://w2', t0 + 3000, 200)], outcome: { status: 'succeeded' } }), true);
+        assert.equal(
+          await store.complete({
+            id: again!.id,
+            owner: 'w2',
+            nowMs: t0 + 3001,
+            firstAttemptAtMs: t0 + 1001,
+            attempts: [at('https://w2', t0 + 3000, 200)],
+            outcome: { status: 'succeeded' },
+          }),
+          true,
+        );
         const detail = (await store.getDelivery(job!.id))!;
         assert.equal(detail.delivery.attemptCount, 2);
         assert.deepEqual(
@@ -618,10 +884,24 @@ for (const backend of backends) {
         );
         // Every field, the nulls too, whichever way each was kept.
         assert.deepEqual(detail.attempts[1], {
-          url: 'https://w2', startedAt: new Date(t0 + 1001).toISOString(), latencyMs: 12, statusCode: 503, errorClass: 'http', errorMessage: 'HTTP 503', responseBody: 'busy', trigger: 'scheduled',
+          url: 'https://w2',
+          startedAt: new Date(t0 + 1001).toISOString(),
+          latencyMs: 12,
+          statusCode: 503,
+          errorClass: 'http',
+          errorMessage: 'HTTP 503',
+          responseBody: 'busy',
+          trigger: 'scheduled',
         });
         assert.deepEqual(detail.attempts[2], {
-          url: 'https://w2-b', startedAt: new Date(t0 + 1001).toISOString(), latencyMs: 5000, statusCode: null, errorClass: 'timeout', errorMessage: 'no response head within 5000 ms', responseBody: null, trigger: 'scheduled',
+          url: 'https://w2-b',
+          startedAt: new Date(t0 + 1001).toISOString(),
+          latencyMs: 5000,
+          statusCode: null,
+          errorClass: 'timeout',
+          errorMessage: 'no response head within 5000 ms',
+          responseBody: null,
+          trigger: 'scheduled',
         });
       }));
 
@@ -687,9 +967,20 @@ describe('SQLite store: one process per file, leases in memory', () => {
         await store.reclaimDeleted();
         assert.equal(walBytes(), 0, 'the first one at once');
         await store.enqueue([{ destinationId: 'd1', sourceId: 'app', kind: 'delete', userId: 'u1', body: '{"type":"delete","userId":"u1"}' }], t0);
-        const [notice] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 10 }).then((jobs) => jobs.filter((j) => j.kind === 'delete'));
+        const [notice] = await store
+          .claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 10 })
+          .then((jobs) => jobs.filter((j) => j.kind === 'delete'));
         const ok = attempt({ statusCode: 200, errorClass: null, errorMessage: null });
-        await store.complete({ id: notice!.id, owner: 'w', createdAtMs: notice!.createdAtMs, kind: 'delete', nowMs: t0 + 1, firstAttemptAtMs: t0, attempts: [ok], outcome: { status: 'succeeded' } });
+        await store.complete({
+          id: notice!.id,
+          owner: 'w',
+          createdAtMs: notice!.createdAtMs,
+          kind: 'delete',
+          nowMs: t0 + 1,
+          firstAttemptAtMs: t0,
+          attempts: [ok],
+          outcome: { status: 'succeeded' },
+        });
         const requested = store.reclaimDeleted();
         for (let i = 0; i < 5; i += 1) await turn();
         assert.ok(walBytes() > 0, 'the delivered notice and the request within the interval wait for its end');
@@ -718,11 +1009,18 @@ describe('SQLite store: one process per file, leases in memory', () => {
         assert.deepEqual(rest, [...range(0, 10), ...range(30, 70)]);
         assert.equal(new Set(rest).size, rest.length);
         // Every eighth claim reads from the start too, even in a long backlog.
-        await store.ingest({ receivedAtMs: t0 + 1, events: Array.from({ length: 200 }, (_, i) => event(`m${100 + i}`, { receivedAtMs: t0 + 1 })), rejections: [] });
+        await store.ingest({
+          receivedAtMs: t0 + 1,
+          events: Array.from({ length: 200 }, (_, i) => event(`m${100 + i}`, { receivedAtMs: t0 + 1 })),
+          rejections: [],
+        });
         assert.deepEqual(await claim(t0 + 5000, 5, 1000), range(100, 5), 'held for one second');
         const seen: number[] = [];
         for (let i = 0; i < 8; i++) seen.push(...(await claim(t0 + 7000, 5)));
-        assert.ok(range(100, 5).every((n) => seen.includes(n)), `the five whose lease ran out were claimed again within eight claims: ${seen.join(',')}`);
+        assert.ok(
+          range(100, 5).every((n) => seen.includes(n)),
+          `the five whose lease ran out were claimed again within eight claims: ${seen.join(',')}`,
+        );
         assert.equal(new Set(seen).size, seen.length, 'no job claimed twice');
       } finally {
         await store.close();
@@ -746,7 +1044,10 @@ describe('SQLite store: one process per file, leases in memory', () => {
         assert.deepEqual([done.userIds, done.userCount], [[], 2]);
         const pending = (await store.getRegulation('reg_pending'))!;
         assert.deepEqual([pending.userIds, pending.userCount], [['u3'], 1]);
-        assert.deepEqual((await store.listRejections({ limit: 10 })).map((r) => r.code), ['missing_event']);
+        assert.deepEqual(
+          (await store.listRejections({ limit: 10 })).map((r) => r.code),
+          ['missing_event'],
+        );
       } finally {
         await store.close();
       }
@@ -755,26 +1056,44 @@ describe('SQLite store: one process per file, leases in memory', () => {
   test('a claim that reads on within one due time seeks to the last job claimed, rather than reading that due time from its first job', () =>
     withStoreAndOther(async (store, other) => {
       // 300 jobs due at one time, as a replay leaves them: claims of 50 under live leases read on.
-      await store.enqueue(Array.from({ length: 300 }, (_, i) => ({ destinationId: 'd1', kind: 'event' as const, body: '{}', messageId: `m${i}` })), t0);
+      await store.enqueue(
+        Array.from({ length: 300 }, (_, i) => ({ destinationId: 'd1', kind: 'event' as const, body: '{}', messageId: `m${i}` })),
+        t0,
+      );
       const claimed: number[] = [];
-      for (let i = 0; i < 6; i++) claimed.push(...(await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 50 })).map((j) => j.id));
+      for (let i = 0; i < 6; i++)
+        claimed.push(...(await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 50 })).map((j) => j.id));
       assert.equal(new Set(claimed).size, 300, 'every job once');
-      assert.deepEqual(claimed, [...claimed].sort((a, b) => a - b), 'in due order, then id order');
+      assert.deepEqual(
+        claimed,
+        [...claimed].sort((a, b) => a - b),
+        'in due order, then id order',
+      );
       // The plan: the rest of the cursor's due time is one seek by id within it (the old
       // row-value bound read every job of that due time from the first, at every claim).
-      const plan = other
-        .prepare(`EXPLAIN QUERY PLAN ${claimAfterSql}`)
-        .all({ destination: 'd1', now: t0, due: t0, id: claimed[49], limit: 50 }) as { detail: string }[];
+      const plan = other.prepare(`EXPLAIN QUERY PLAN ${claimAfterSql}`).all({ destination: 'd1', now: t0, due: t0, id: claimed[49], limit: 50 }) as {
+        detail: string;
+      }[];
       const details = plan.map((p) => p.detail);
-      assert.ok(details.some((d) => d.includes('deliveries_due (destination_id=? AND next_attempt_at=? AND rowid>?)')), details.join('\n'));
-      assert.ok(details.every((d) => !/SCAN deliveries|TEMP B-TREE/.test(d)), details.join('\n'));
+      assert.ok(
+        details.some((d) => d.includes('deliveries_due (destination_id=? AND next_attempt_at=? AND rowid>?)')),
+        details.join('\n'),
+      );
+      assert.ok(
+        details.every((d) => !/SCAN deliveries|TEMP B-TREE/.test(d)),
+        details.join('\n'),
+      );
     }));
 
-  test('a claim that reads on takes nothing not yet due, even at the cursor\'s own due time (a clock gone back)', () =>
+  test("a claim that reads on takes nothing not yet due, even at the cursor's own due time (a clock gone back)", () =>
     withSqlitePath(async (path) => {
       const store = new SqliteStore({ path });
       try {
-        await store.ingest({ receivedAtMs: t0 + 1000, events: Array.from({ length: 6 }, (_, i) => event(`m${i}`, { receivedAtMs: t0 + 1000 })), rejections: [] });
+        await store.ingest({
+          receivedAtMs: t0 + 1000,
+          events: Array.from({ length: 6 }, (_, i) => event(`m${i}`, { receivedAtMs: t0 + 1000 })),
+          rejections: [],
+        });
         assert.equal((await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 1000, leaseMs: 60_000, limit: 2 })).length, 2);
         // The clock went back a second: the rest of the cursor's due time is not due yet.
         assert.deepEqual(await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 2 }), []);
@@ -798,11 +1117,14 @@ describe('SQLite store: one process per file, leases in memory', () => {
     withSqlitePath(async (path) => {
       writeFileSync(path, 'not a database, but long enough for SQLite to read a header from it'.repeat(2));
       // The driver's words alone name no file: the error names the store, and keeps the driver's code.
-      assert.throws(() => new SqliteStore({ path }), (error: Error & { code?: string }) => {
-        assert.equal(error.code, 'SQLITE_NOTADB');
-        assert.ok(error.message.startsWith(`cannot open the SQLite store at ${path}: `), error.message);
-        return true;
-      });
+      assert.throws(
+        () => new SqliteStore({ path }),
+        (error: Error & { code?: string }) => {
+          assert.equal(error.code, 'SQLITE_NOTADB');
+          assert.ok(error.message.startsWith(`cannot open the SQLite store at ${path}: `), error.message);
+          return true;
+        },
+      );
       rmSync(path);
       await new SqliteStore({ path }).close();
     }));
@@ -813,11 +1135,18 @@ describe('SQLite store: one process per file, leases in memory', () => {
       const [job] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 1000, limit: 10 });
       other.exec(`CREATE TRIGGER refuse BEFORE INSERT ON attempts BEGIN SELECT RAISE(ABORT, 'refused'); END`);
       const ok = attempt({ statusCode: 200, errorClass: null, errorMessage: null });
-      await assert.rejects(store.complete({ id: job!.id, owner: 'w', nowMs: t0 + 1, firstAttemptAtMs: t0, attempts: [ok], outcome: { status: 'succeeded' } }), /refused/);
+      await assert.rejects(
+        store.complete({ id: job!.id, owner: 'w', nowMs: t0 + 1, firstAttemptAtMs: t0, attempts: [ok], outcome: { status: 'succeeded' } }),
+        /refused/,
+      );
       assert.deepEqual(await store.claim({ destinationId: 'd1', owner: 'x', nowMs: t0 + 999, leaseMs: 1000, limit: 10 }), [], 'still held');
       assert.equal(await store.nextDueAt(['d1']), t0 + 1000);
       other.exec('DROP TRIGGER refuse');
-      assert.equal((await store.claim({ destinationId: 'd1', owner: 'x', nowMs: t0 + 1000, leaseMs: 1000, limit: 10 })).length, 1, 'due again when the lease runs out');
+      assert.equal(
+        (await store.claim({ destinationId: 'd1', owner: 'x', nowMs: t0 + 1000, leaseMs: 1000, limit: 10 })).length,
+        1,
+        'due again when the lease runs out',
+      );
     }));
 
   test('while outcomes cannot be recorded (the database locked by another process), claims stop, and resume when it is free', () =>
@@ -826,11 +1155,17 @@ describe('SQLite store: one process per file, leases in memory', () => {
       const [job] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 1000, limit: 1 });
       other.prepare('BEGIN IMMEDIATE').run();
       const ok = attempt({ statusCode: 200, errorClass: null, errorMessage: null });
-      await assert.rejects(store.complete({ id: job!.id, owner: 'w', nowMs: t0 + 1, firstAttemptAtMs: t0, attempts: [ok], outcome: { status: 'succeeded' } }), { code: 'SQLITE_BUSY' });
+      await assert.rejects(store.complete({ id: job!.id, owner: 'w', nowMs: t0 + 1, firstAttemptAtMs: t0, attempts: [ok], outcome: { status: 'succeeded' } }), {
+        code: 'SQLITE_BUSY',
+      });
       // Reading would still work: without the stop, b would be sent now and a again at t0 + 1000, with no outcome recorded.
       await assert.rejects(store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 2000, leaseMs: 1000, limit: 10 }), { code: 'SQLITE_BUSY' });
       other.prepare('COMMIT').run();
-      await assert.rejects(store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 2999, leaseMs: 1000, limit: 10 }), { code: 'SQLITE_BUSY' }, 'one test write a second');
+      await assert.rejects(
+        store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 2999, leaseMs: 1000, limit: 10 }),
+        { code: 'SQLITE_BUSY' },
+        'one test write a second',
+      );
       assert.equal((await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 3000, leaseMs: 1000, limit: 10 })).length, 2);
     }));
 
@@ -853,7 +1188,11 @@ describe('SQLite store: one process per file, leases in memory', () => {
 
 /** The node types of a plan from EXPLAIN (FORMAT JSON), with the index or table each scan reads. */
 function planNodes(plan: { 'Node Type': string; 'Index Name'?: string; 'Relation Name'?: string; Plans?: unknown[] }): string[] {
-  const own = plan['Index Name'] ? `${plan['Node Type']} on ${plan['Index Name']}` : plan['Relation Name'] ? `${plan['Node Type']} of ${plan['Relation Name']}` : plan['Node Type'];
+  const own = plan['Index Name']
+    ? `${plan['Node Type']} on ${plan['Index Name']}`
+    : plan['Relation Name']
+      ? `${plan['Node Type']} of ${plan['Relation Name']}`
+      : plan['Node Type'];
   return [own, ...(plan.Plans ?? []).flatMap((p) => planNodes(p as typeof plan))];
 }
 
@@ -890,8 +1229,25 @@ describe('PostgreSQL store: a deletion request and the completions beside it', (
       // snapshot, then waits for that row.
       const blockerPid = (await blocker.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
       await blocker.query(`BEGIN; SELECT 1 FROM ${schema}.delivery_queue WHERE delivery_id = ${held!.id} FOR UPDATE`);
-      const outcome = (id: number) => ({ id, owner: 'w', nowMs: t0 + 2001, firstAttemptAtMs: t0 + 2001, outcome: { status: 'succeeded' as const },
-        attempts: [{ url: 'http://r/hooks', startedAtMs: t0 + 2001, latencyMs: 1, statusCode: 200, errorClass: null, errorMessage: null, responseBody: 'echo of the user', trigger: 'scheduled' as const }] });
+      const outcome = (id: number) => ({
+        id,
+        owner: 'w',
+        nowMs: t0 + 2001,
+        firstAttemptAtMs: t0 + 2001,
+        outcome: { status: 'succeeded' as const },
+        attempts: [
+          {
+            url: 'http://r/hooks',
+            startedAtMs: t0 + 2001,
+            latencyMs: 1,
+            statusCode: 200,
+            errorClass: null,
+            errorMessage: null,
+            responseBody: 'echo of the user',
+            trigger: 'scheduled' as const,
+          },
+        ],
+      });
       const completed = Promise.all([store.complete(outcome(lost.id)), store.complete(outcome(held!.id))]);
       await waitForLockWait(url, blockerPid);
       // Meanwhile the user of the lost job is purged, and that commits.
@@ -901,7 +1257,11 @@ describe('PostgreSQL store: a deletion request and the completions beside it', (
       assert.deepEqual(await completed, [false, true], 'the lost lease counts for nothing; the held job is done');
       const { rows } = await blocker.query(`SELECT delivery_id::int AS id FROM ${schema}.attempts ORDER BY id`);
       assert.deepEqual(rows, [], 'no attempt is left of the purged delivery');
-      assert.deepEqual((await store.getDelivery(held!.id))!.attempts.map((a) => a.responseBody), ['echo of the user'], 'the other is logged, in its row');
+      assert.deepEqual(
+        (await store.getDelivery(held!.id))!.attempts.map((a) => a.responseBody),
+        ['echo of the user'],
+        'the other is logged, in its row',
+      );
     }));
 
   test('a purge that meets a completion logging an attempt for its delivery waits for it, and deletes that attempt too', () =>
@@ -945,13 +1305,46 @@ describe('PostgreSQL store: the first attempt kept in the delivery row', () => {
       await store.ingest({ receivedAtMs: t0, events: [event('a'), event('b')], rejections: [] });
       const [a, b] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 1000, limit: 2 });
       const ok = attempt({ statusCode: 200, errorClass: null, errorMessage: null, responseBody: null });
-      assert.equal(await store.complete({ id: a!.id, owner: 'w', nowMs: t0 + 1, firstAttemptAtMs: t0, attempts: [ok, attempt()], outcome: { status: 'succeeded' } }), true);
+      assert.equal(
+        await store.complete({ id: a!.id, owner: 'w', nowMs: t0 + 1, firstAttemptAtMs: t0, attempts: [ok, attempt()], outcome: { status: 'succeeded' } }),
+        true,
+      );
       const [taken] = await store.claim({ destinationId: 'd1', owner: 'x', nowMs: t0 + 1000, leaseMs: 60_000, limit: 1 });
       assert.equal(taken!.id, b!.id);
-      assert.equal(await store.complete({ id: b!.id, owner: 'w', nowMs: t0 + 1001, firstAttemptAtMs: t0, attempts: [attempt()], outcome: { status: 'pending', nextAttemptAtMs: t0 + 3000, lastError: 'HTTP 503' } }), false);
-      assert.equal(await store.complete({ id: b!.id, owner: 'x', nowMs: t0 + 1002, firstAttemptAtMs: t0 + 1001, attempts: [attempt({ startedAtMs: t0 + 1001 })], outcome: { status: 'pending', nextAttemptAtMs: t0 + 3000, lastError: 'HTTP 503' } }), true);
+      assert.equal(
+        await store.complete({
+          id: b!.id,
+          owner: 'w',
+          nowMs: t0 + 1001,
+          firstAttemptAtMs: t0,
+          attempts: [attempt()],
+          outcome: { status: 'pending', nextAttemptAtMs: t0 + 3000, lastError: 'HTTP 503' },
+        }),
+        false,
+      );
+      assert.equal(
+        await store.complete({
+          id: b!.id,
+          owner: 'x',
+          nowMs: t0 + 1002,
+          firstAttemptAtMs: t0 + 1001,
+          attempts: [attempt({ startedAtMs: t0 + 1001 })],
+          outcome: { status: 'pending', nextAttemptAtMs: t0 + 3000, lastError: 'HTTP 503' },
+        }),
+        true,
+      );
       const [again] = await store.claim({ destinationId: 'd1', owner: 'x', nowMs: t0 + 3000, leaseMs: 60_000, limit: 1 });
-      assert.equal(await store.complete({ id: again!.id, owner: 'x', nowMs: t0 + 3001, firstAttemptAtMs: t0 + 1001, attempts: [{ ...ok, startedAtMs: t0 + 3000 }], outcome: { status: 'succeeded' } }), true);
+      assert.equal(
+        await store.complete({
+          id: again!.id,
+          owner: 'x',
+          nowMs: t0 + 3001,
+          firstAttemptAtMs: t0 + 1001,
+          attempts: [{ ...ok, startedAtMs: t0 + 3000 }],
+          outcome: { status: 'succeeded' },
+        }),
+        true,
+      );
       const { rows } = await client.query(
         `SELECT d.id::int AS id, json_array_length(d.first_attempt_log::json) AS inline, (SELECT count(*)::int FROM attempts WHERE delivery_id = d.id) AS logged
          FROM deliveries d ORDER BY d.id`,
@@ -960,18 +1353,42 @@ describe('PostgreSQL store: the first attempt kept in the delivery row', () => {
         { id: a!.id, inline: 2, logged: 0 },
         { id: b!.id, inline: 1, logged: 2 },
       ]);
-      assert.deepEqual((await store.getDelivery(b!.id))!.attempts.map((x) => x.startedAt), [t0, t0 + 1001, t0 + 3000].map((t) => new Date(t).toISOString()));
+      assert.deepEqual(
+        (await store.getDelivery(b!.id))!.attempts.map((x) => x.startedAt),
+        [t0, t0 + 1001, t0 + 3000].map((t) => new Date(t).toISOString()),
+      );
     }));
 
   for (const bodyBytes of [200, 350, 500])
     test(`with bodies of ${bodyBytes} bytes, the outcomes of every row of a page, recorded in one statement, are HOT updates`, () =>
       withPgStore(async (store, client) => {
         const body = (i: number) => JSON.stringify({ n: i, pad: 'x'.repeat(bodyBytes) }).slice(0, bodyBytes - 2) + '"}';
-        await store.enqueue(Array.from({ length: 60 }, (_, i) => ({ destinationId: 'd1', kind: 'event' as const, body: body(i), messageId: `message-${i}`, userId: `user-${i}`, sourceId: 'app' })), t0);
+        await store.enqueue(
+          Array.from({ length: 60 }, (_, i) => ({
+            destinationId: 'd1',
+            kind: 'event' as const,
+            body: body(i),
+            messageId: `message-${i}`,
+            userId: `user-${i}`,
+            sourceId: 'app',
+          })),
+          t0,
+        );
         const claimed = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 60 });
         assert.equal(claimed.length, 60);
         // What the worker records for a success at a URL of ordinary length.
-        const a = [toLogEntry({ url: 'https://hooks.example.com/ferry/events', startedAtMs: t0, latencyMs: 35, statusCode: 200, errorClass: null, errorMessage: null, responseBody: '{"ok":true}', trigger: 'scheduled' })];
+        const a = [
+          toLogEntry({
+            url: 'https://hooks.example.com/ferry/events',
+            startedAtMs: t0,
+            latencyMs: 35,
+            statusCode: 200,
+            errorClass: null,
+            errorMessage: null,
+            responseBody: '{"ok":true}',
+            trigger: 'scheduled',
+          }),
+        ];
         const jobs = claimed.map((j) => ({ i: j.id, o: 'w', f: t0, s: 'succeeded', n: null, c: t0 + 40, r: null, e: null, a }));
         await client.query('BEGIN');
         assert.deepEqual((await client.query(completeSql, [JSON.stringify(jobs)])).rows, []);
@@ -995,10 +1412,10 @@ async function waitForLockWait(url: string, blocker: number, statement = 'WITH x
   await client.connect();
   try {
     for (let i = 0; i < 5000; i++) {
-      const { rows } = await client.query(
-        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) AND query LIKE $2`,
-        [blocker, statement],
-      );
+      const { rows } = await client.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) AND query LIKE $2`, [
+        blocker,
+        statement,
+      ]);
       if (rows[0].n > 0) return;
       await new Promise((r) => setImmediate(r));
     }
@@ -1028,7 +1445,8 @@ describe('PostgreSQL store: plans that touch only the jobs at hand', () => {
       await client.query(`SET search_path = ${schema}`);
       // Statistics only as the test says: autovacuum must not analyze the table meanwhile.
       for (const table of ['deliveries', 'delivery_queue']) await client.query(`ALTER TABLE ${table} SET (autovacuum_enabled = off)`);
-      const jobs = (from: number) => Array.from({ length: 5000 }, (_, i) => ({ destinationId: 'd1', kind: 'event' as const, body: `{"n":${from + i}}`, messageId: `m${from + i}` }));
+      const jobs = (from: number) =>
+        Array.from({ length: 5000 }, (_, i) => ({ destinationId: 'd1', kind: 'event' as const, body: `{"n":${from + i}}`, messageId: `m${from + i}` }));
       if (statistics === 'stale') {
         // Analyzed while every job was done; the backlog came after.
         await store.enqueue(jobs(-5000), t0 - 1);
@@ -1038,21 +1456,27 @@ describe('PostgreSQL store: plans that touch only the jobs at hand', () => {
       }
       await store.enqueue(jobs(0), t0);
       if (statistics === 'current') await client.query(`ANALYZE deliveries, delivery_queue`);
-      await fn(store, async (sql, args, settings) => {
-        // The connection options of the pool that runs it (`-c name=value ...`), set here.
-        const set = [...settings.matchAll(/-c (\w+)=(\w+)/g)].map(([, name, value]) => [name!, value!] as const);
-        for (const [name, value] of set) await client.query(`SET ${name} = ${value}`);
-        await client.query(`PREPARE statement AS ${sql}`);
-        try {
-          await client.query('BEGIN');
-          const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: Parameters<typeof planNodes>[0] }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE statement(${args})`);
-          return planNodes(rows[0]!['QUERY PLAN'][0].Plan);
-        } finally {
-          await client.query('ROLLBACK');
-          await client.query('DEALLOCATE statement');
-          for (const [name] of set) await client.query(`RESET ${name}`);
-        }
-      }, schema);
+      await fn(
+        store,
+        async (sql, args, settings) => {
+          // The connection options of the pool that runs it (`-c name=value ...`), set here.
+          const set = [...settings.matchAll(/-c (\w+)=(\w+)/g)].map(([, name, value]) => [name!, value!] as const);
+          for (const [name, value] of set) await client.query(`SET ${name} = ${value}`);
+          await client.query(`PREPARE statement AS ${sql}`);
+          try {
+            await client.query('BEGIN');
+            const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: Parameters<typeof planNodes>[0] }] }>(
+              `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE statement(${args})`,
+            );
+            return planNodes(rows[0]!['QUERY PLAN'][0].Plan);
+          } finally {
+            await client.query('ROLLBACK');
+            await client.query('DEALLOCATE statement');
+            for (const [name] of set) await client.query(`RESET ${name}`);
+          }
+        },
+        schema,
+      );
     } finally {
       await client.end();
       await store.close();
@@ -1084,18 +1508,38 @@ describe('PostgreSQL store: plans that touch only the jobs at hand', () => {
       );
       const store = await PgStore.open({ connectionString: url, schema, poolSize: 1 });
       try {
-        const { rows } = await client.query<{ indexname: string }>(`SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND tablename = 'deliveries' ORDER BY 1`, [schema]);
-        assert.deepEqual(rows.map((r) => r.indexname), ['deliveries_dead', 'deliveries_message', 'deliveries_pkey', 'deliveries_user']);
-        const held = await client.query(`SELECT q.lease_owner, q.next_attempt_at FROM delivery_queue q JOIN deliveries d ON d.id = q.delivery_id WHERE d.message_id = 'held'`);
+        const { rows } = await client.query<{ indexname: string }>(
+          `SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND tablename = 'deliveries' ORDER BY 1`,
+          [schema],
+        );
+        assert.deepEqual(
+          rows.map((r) => r.indexname),
+          ['deliveries_dead', 'deliveries_message', 'deliveries_pkey', 'deliveries_user'],
+        );
+        const held = await client.query(
+          `SELECT q.lease_owner, q.next_attempt_at FROM delivery_queue q JOIN deliveries d ON d.id = q.delivery_id WHERE d.message_id = 'held'`,
+        );
         assert.deepEqual(held.rows, [{ lease_owner: 'old-node', next_attempt_at: String(t0 + 60_000) }]);
-        assert.deepEqual((await store.listDeliveries({ status: 'pending', limit: 10 })).map((d) => [d.messageId, d.nextAttemptAt]), [
-          ['due', new Date(t0).toISOString()],
-          ['held', new Date(t0 + 60_000).toISOString()],
-        ]);
-        assert.deepEqual((await store.listDeliveries({ status: 'dead', limit: 10 })).map((d) => d.messageId), ['dead']);
-        assert.deepEqual((await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 120_000, limit: 10 })).map((j) => j.messageId), ['due']);
+        assert.deepEqual(
+          (await store.listDeliveries({ status: 'pending', limit: 10 })).map((d) => [d.messageId, d.nextAttemptAt]),
+          [
+            ['due', new Date(t0).toISOString()],
+            ['held', new Date(t0 + 60_000).toISOString()],
+          ],
+        );
+        assert.deepEqual(
+          (await store.listDeliveries({ status: 'dead', limit: 10 })).map((d) => d.messageId),
+          ['dead'],
+        );
+        assert.deepEqual(
+          (await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 120_000, limit: 10 })).map((j) => j.messageId),
+          ['due'],
+        );
         // The lease taken before the upgrade still holds, and runs out as it would have.
-        assert.deepEqual((await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 60_000, leaseMs: 120_000, limit: 10 })).map((j) => j.messageId), ['held']);
+        assert.deepEqual(
+          (await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 60_000, leaseMs: 120_000, limit: 10 })).map((j) => j.messageId),
+          ['held'],
+        );
       } finally {
         await store.close();
       }
@@ -1124,7 +1568,11 @@ describe('PostgreSQL store: plans that touch only the jobs at hand', () => {
           assert.ok(findsById(fetched) && !readsTheBacklog(fetched), `${mode}: ${fetched.join(', ')}`);
         }
         const claimed = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 60_000, limit: 50 });
-        assert.deepEqual(claimed.map((j) => j.body), Array.from({ length: 50 }, (_, i) => `{"n":${i}}`), 'the first 50, in order');
+        assert.deepEqual(
+          claimed.map((j) => j.body),
+          Array.from({ length: 50 }, (_, i) => `{"n":${i}}`),
+          'the first 50, in order',
+        );
       }));
 
   for (const statistics of ['none', 'stale'] as const)
@@ -1166,11 +1614,14 @@ describe('PostgreSQL store: plans that touch only the jobs at hand', () => {
         await client.end();
       }
       const views = await Promise.all(claimed.map(async (j) => (await store.getDelivery(j.id))!.delivery));
-      assert.deepEqual(views.map((v) => [v.status, v.nextAttemptAt]), [
-        ['succeeded', null],
-        ['pending', new Date(t0 + 5000).toISOString()],
-        ['succeeded', null],
-      ]);
+      assert.deepEqual(
+        views.map((v) => [v.status, v.nextAttemptAt]),
+        [
+          ['succeeded', null],
+          ['pending', new Date(t0 + 5000).toISOString()],
+          ['succeeded', null],
+        ],
+      );
     }));
 
   test('the next due time is one seek in the due index, however long the backlog', () =>

@@ -18,14 +18,23 @@ describe('Batcher', () => {
     const b = new Batcher(c.run, { maxBatch: 100, parallel: 1 });
     const first = [b.add(1), b.add(2)];
     await turn();
-    assert.deepEqual(c.batches.map((x) => x.items), [[1, 2]]);
+    assert.deepEqual(
+      c.batches.map((x) => x.items),
+      [[1, 2]],
+    );
     const second = [b.add(3), b.add(4), b.add(5)];
     await turn();
     assert.equal(c.batches.length, 1, 'nothing more starts while the only lane is busy');
     c.batches[0]!.finish();
     assert.deepEqual(await Promise.all(first), [10, 20]);
     await turn();
-    assert.deepEqual(c.batches.map((x) => x.items), [[1, 2], [3, 4, 5]]);
+    assert.deepEqual(
+      c.batches.map((x) => x.items),
+      [
+        [1, 2],
+        [3, 4, 5],
+      ],
+    );
     c.batches[1]!.finish();
     assert.deepEqual(await Promise.all(second), [30, 40, 50]);
   });
@@ -35,10 +44,19 @@ describe('Batcher', () => {
     const b = new Batcher(c.run, { maxBatch: 2, parallel: 2 });
     const all = [1, 2, 3, 4, 5].map((i) => b.add(i));
     await turn();
-    assert.deepEqual(c.batches.map((x) => x.items), [[1, 2], [3, 4]]);
+    assert.deepEqual(
+      c.batches.map((x) => x.items),
+      [
+        [1, 2],
+        [3, 4],
+      ],
+    );
     c.batches[0]!.finish();
     await turn();
-    assert.deepEqual(c.batches.map((x) => x.items), [[1, 2], [3, 4], [5]]);
+    assert.deepEqual(
+      c.batches.map((x) => x.items),
+      [[1, 2], [3, 4], [5]],
+    );
     c.batches[1]!.finish();
     c.batches[2]!.finish();
     assert.deepEqual(await Promise.all(all), [10, 20, 30, 40, 50]);
@@ -63,9 +81,12 @@ describe('Batcher', () => {
   });
 
   test('a runner that throws synchronously fails its batch instead of the caller', async () => {
-    const b = new Batcher<number, number>(() => {
-      throw new Error('bad statement');
-    }, { maxBatch: 10, parallel: 1 });
+    const b = new Batcher<number, number>(
+      () => {
+        throw new Error('bad statement');
+      },
+      { maxBatch: 10, parallel: 1 },
+    );
     await assert.rejects(b.add(1), /bad statement/);
     await b.drained();
   });
@@ -83,7 +104,11 @@ describe('Batcher', () => {
       const b = new Batcher(c.run, { maxBatch: 3, parallel: 1, minIntervalMs: 10, now: () => nowMs });
       const first = b.add(1);
       await turn();
-      assert.deepEqual(c.batches.map((x) => x.items), [[1]], 'after a quiet spell the first call goes at once');
+      assert.deepEqual(
+        c.batches.map((x) => x.items),
+        [[1]],
+        'after a quiet spell the first call goes at once',
+      );
       c.batches[0]!.finish();
       assert.equal(await first, 10);
       const later = [b.add(2), b.add(3)];
@@ -94,12 +119,20 @@ describe('Batcher', () => {
       assert.equal(c.batches.length, 1);
       advance(1);
       await turn();
-      assert.deepEqual(c.batches.map((x) => x.items), [[1], [2, 3]], 'both went together once the interval was over');
+      assert.deepEqual(
+        c.batches.map((x) => x.items),
+        [[1], [2, 3]],
+        'both went together once the interval was over',
+      );
       c.batches[1]!.finish();
       assert.deepEqual(await Promise.all(later), [20, 30]);
       const full = [b.add(4), b.add(5), b.add(6), b.add(7)];
       await turn();
-      assert.deepEqual(c.batches.map((x) => x.items), [[1], [2, 3], [4, 5, 6]], 'maxBatch calls waiting do not wait for the interval');
+      assert.deepEqual(
+        c.batches.map((x) => x.items),
+        [[1], [2, 3], [4, 5, 6]],
+        'maxBatch calls waiting do not wait for the interval',
+      );
       c.batches[2]!.finish();
       await turn();
       assert.equal(c.batches.length, 3, 'the one left waits again');
@@ -107,7 +140,10 @@ describe('Batcher', () => {
       void b.drained().then(() => (drained = true));
       advance(10);
       await turn();
-      assert.deepEqual(c.batches.map((x) => x.items), [[1], [2, 3], [4, 5, 6], [7]]);
+      assert.deepEqual(
+        c.batches.map((x) => x.items),
+        [[1], [2, 3], [4, 5, 6], [7]],
+      );
       await turn();
       assert.equal(drained, false, 'its batch is still under way');
       c.batches[3]!.finish();
@@ -133,7 +169,10 @@ describe('Batcher', () => {
       nowMs -= 60_000;
       void b.add(2);
       await turn();
-      assert.deepEqual(c.batches.map((x) => x.items), [[1], [2]]);
+      assert.deepEqual(
+        c.batches.map((x) => x.items),
+        [[1], [2]],
+      );
       c.batches[1]!.finish();
       // Nor one that stalls: the timer ends the wait when the interval has passed.
       nowMs += 1;
@@ -142,7 +181,10 @@ describe('Batcher', () => {
       assert.equal(c.batches.length, 2);
       mock.timers.tick(10);
       await turn();
-      assert.deepEqual(c.batches.map((x) => x.items), [[1], [2], [3]]);
+      assert.deepEqual(
+        c.batches.map((x) => x.items),
+        [[1], [2], [3]],
+      );
       c.batches[2]!.finish();
       await b.drained();
     } finally {

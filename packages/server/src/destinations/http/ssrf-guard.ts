@@ -32,11 +32,7 @@ export class SsrfRefusedError extends Error {
     readonly address: string,
     readonly reason: string,
   ) {
-    super(
-      hostname === address
-        ? `refused to connect to ${address}: ${reason}`
-        : `refused to connect to ${hostname}: it resolves to ${address} (${reason})`,
-    );
+    super(hostname === address ? `refused to connect to ${address}: ${reason}` : `refused to connect to ${hostname}: it resolves to ${address} (${reason})`);
     this.name = 'SsrfRefusedError';
   }
 }
@@ -112,9 +108,7 @@ export function refusalReason(ip: string, policy: NetworkPolicy): string | undef
   const allowed = allowedList(policy.allowedNetworks);
   if (allowed.check(address, type) || (embedded && allowed.check(embedded.ipv4, 'ipv4'))) return undefined;
 
-  const special = embedded
-    ? prefixed(specialRange(embedded.ipv4, 'ipv4'), `${embedded.kind} ${embedded.ipv4}`)
-    : specialRange(address, type);
+  const special = embedded ? prefixed(specialRange(embedded.ipv4, 'ipv4'), `${embedded.kind} ${embedded.ipv4}`) : specialRange(address, type);
   if (!special) return undefined;
   if (policy.allowPrivateNetworks && !special.always) return undefined;
   return special.label;

@@ -10,11 +10,7 @@ import type { WebhookEntry, WebhooksSettings } from './settings.js';
  * One attempt of a Webhooks delivery: the stored body, signed once, POSTed to every URL of
  * the destination at the same time, each with its static headers and Ferry's own.
  */
-export async function attemptWebhooks(
-  job: ClaimedDelivery,
-  destination: DestinationConfig<WebhooksSettings>,
-  ctx: AttemptContext,
-): Promise<ExchangeResult[]> {
+export async function attemptWebhooks(job: ClaimedDelivery, destination: DestinationConfig<WebhooksSettings>, ctx: AttemptContext): Promise<ExchangeResult[]> {
   const body = Buffer.from(job.body);
   const signature = signatureFor(destination.settings, body);
   const source = sourceHeaderValue(job);

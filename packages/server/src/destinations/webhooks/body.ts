@@ -10,16 +10,7 @@
  * version, type, userId, anonymousId, messageId, timestamp, context, then the type's own
  * members.
  */
-import type {
-  AliasBody,
-  DeleteBody,
-  GroupBody,
-  IdentifyBody,
-  JsonObject,
-  PageBody,
-  ScreenBody,
-  TrackBody,
-} from '@ferry/webhooks';
+import type { AliasBody, DeleteBody, GroupBody, IdentifyBody, JsonObject, PageBody, ScreenBody, TrackBody } from '@ferry/webhooks';
 import type { NormalizedMessage } from '../../model/message.js';
 import { formatUtcMs } from '../../model/timestamps.js';
 

@@ -205,4 +205,3 @@ export const webhooksSettingsSchema = strict({
     if (s.sharedSecret !== undefined) out.sharedSecret = s.sharedSecret;
     return out;
   });
-

@@ -90,10 +90,13 @@ export class PgAudienceStore implements AudienceStore {
   async create(definition: AudienceDefinition, nowMs: number): Promise<boolean> {
     const config: StoredConfig = { destinationIds: definition.destinationIds, sourceIds: definition.sourceIds, rule: definition.rule };
     return inTransaction(this.pool, async (client) => {
-      const result = await client.query(
-        `INSERT INTO audiences (id, kind, name, config, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`,
-        [definition.id, definition.kind, definition.name, JSON.stringify(config), nowMs],
-      );
+      const result = await client.query(`INSERT INTO audiences (id, kind, name, config, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`, [
+        definition.id,
+        definition.kind,
+        definition.name,
+        JSON.stringify(config),
+        nowMs,
+      ]);
       return result.rowCount === 1;
     });
   }
@@ -131,7 +134,9 @@ export class PgAudienceStore implements AudienceStore {
       if (locked.rowCount !== 1) return null;
       const audience = (await getAudience(client, args.id))!;
       const current = await currentValues(client, audience, args.nowMs);
-      const storedRows = await client.query<{ user_id: string; value: string }>(`SELECT user_id, value FROM audience_members WHERE audience_id = $1`, [args.id]);
+      const storedRows = await client.query<{ user_id: string; value: string }>(`SELECT user_id, value FROM audience_members WHERE audience_id = $1`, [
+        args.id,
+      ]);
       const stored = new Map(storedRows.rows.map((r) => [r.user_id, r.value]));
       const diff = diffMembers(current, stored);
       const withEvents = new Set(

@@ -16,7 +16,10 @@ export class PgCatalog implements CatalogStore {
   }
 
   async saveSource(source: SourceConfig): Promise<void> {
-    await this.pool.query(`INSERT INTO sources (id, config) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET config = excluded.config`, [source.id, JSON.stringify(source)]);
+    await this.pool.query(`INSERT INTO sources (id, config) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET config = excluded.config`, [
+      source.id,
+      JSON.stringify(source),
+    ]);
   }
 
   async deleteSource(id: string): Promise<void> {

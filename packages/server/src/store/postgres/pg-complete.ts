@@ -144,7 +144,14 @@ export class PgCompletions {
       // would only multiply the failures.
       const code = (error as { code?: unknown }).code;
       if (items.length === 1 || typeof code !== 'string' || !/^(22|23|40)/.test(code)) throw error;
-      return Promise.all(items.map((item) => this.completeTogether([item]).then(([kept]) => kept!, (e: unknown) => new ItemFailure(e))));
+      return Promise.all(
+        items.map((item) =>
+          this.completeTogether([item]).then(
+            ([kept]) => kept!,
+            (e: unknown) => new ItemFailure(e),
+          ),
+        ),
+      );
     }
   }
 

@@ -14,7 +14,10 @@ export async function abandonPending(pool: pg.Pool, destinationId: string, nowMs
       `SELECT id, status FROM deliveries WHERE destination_id = $1 AND kind = 'delete'`,
       [destinationId],
     );
-    await deleteDeliveries(client, notices.map((n) => n.id));
+    await deleteDeliveries(
+      client,
+      notices.map((n) => n.id),
+    );
     const r = await client.query(
       `WITH q AS (
          DELETE FROM delivery_queue WHERE delivery_id IN (SELECT delivery_id FROM delivery_queue WHERE destination_id = $2 ORDER BY delivery_id FOR UPDATE)

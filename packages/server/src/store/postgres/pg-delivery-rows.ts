@@ -19,7 +19,15 @@ export async function insertLoose(db: pg.Pool | pg.PoolClient, d: readonly NewDe
     queued(`INSERT INTO deliveries (destination_id, source_id, event_id, kind, message_id, user_id, body, created_at, next_attempt_at)
      SELECT a, b, NULL, k, m, u, body, $7, $7 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
        AS x(a, b, k, m, u, body)`),
-    [d.map((x) => x.destinationId), d.map((x) => x.sourceId ?? null), d.map((x) => x.kind), d.map((x) => x.messageId ?? null), d.map((x) => x.userId ?? null), d.map((x) => x.body), nowMs],
+    [
+      d.map((x) => x.destinationId),
+      d.map((x) => x.sourceId ?? null),
+      d.map((x) => x.kind),
+      d.map((x) => x.messageId ?? null),
+      d.map((x) => x.userId ?? null),
+      d.map((x) => x.body),
+      nowMs,
+    ],
   );
 }
 

@@ -36,21 +36,48 @@ export class PgEventLog implements EventLog {
         outcome.inserted = inserted.rows.length;
         outcome.duplicates = e.length - inserted.rows.length;
         const idByMessage = new Map(inserted.rows.map((r) => [r.message_id, r.id]));
-        const d: { destinationId: string; sourceId: string; eventId: number; kind: string; messageId: string; userId: string | null; body: string; at: number }[] = [];
+        const d: {
+          destinationId: string;
+          sourceId: string;
+          eventId: number;
+          kind: string;
+          messageId: string;
+          userId: string | null;
+          body: string;
+          at: number;
+        }[] = [];
         for (const event of e) {
           const eventId = idByMessage.get(event.messageId);
           if (eventId === undefined) continue;
           // A messageId repeated inside one write is stored once; route only its first copy.
           idByMessage.delete(event.messageId);
           for (const job of event.deliveries)
-            d.push({ destinationId: job.destinationId, sourceId: event.sourceId, eventId, kind: job.kind, messageId: event.messageId, userId: event.userId ?? null, body: job.body, at: event.receivedAtMs });
+            d.push({
+              destinationId: job.destinationId,
+              sourceId: event.sourceId,
+              eventId,
+              kind: job.kind,
+              messageId: event.messageId,
+              userId: event.userId ?? null,
+              body: job.body,
+              at: event.receivedAtMs,
+            });
         }
         if (d.length > 0) {
           await client.query(
             queued(`INSERT INTO deliveries (destination_id, source_id, event_id, kind, message_id, user_id, body, created_at, next_attempt_at)
              SELECT a, b, c, k, m, u, body, t, t FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[])
                AS x(a, b, c, k, m, u, body, t)`),
-            [d.map((x) => x.destinationId), d.map((x) => x.sourceId), d.map((x) => x.eventId), d.map((x) => x.kind), d.map((x) => x.messageId), d.map((x) => x.userId), d.map((x) => x.body), d.map((x) => x.at)],
+            [
+              d.map((x) => x.destinationId),
+              d.map((x) => x.sourceId),
+              d.map((x) => x.eventId),
+              d.map((x) => x.kind),
+              d.map((x) => x.messageId),
+              d.map((x) => x.userId),
+              d.map((x) => x.body),
+              d.map((x) => x.at),
+            ],
           );
         }
         outcome.deliveries = d.length;

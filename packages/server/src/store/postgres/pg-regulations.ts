@@ -53,10 +53,13 @@ export class PgRegulations implements RegulationsStore {
     const plan = await inTransaction(this.pool, (client) => planOf(client, args.id, args.maxLinkedUsers));
     if (plan !== undefined) {
       const limit = args.batchSize ?? defaultPurgeBatchSize;
-      for (const [column, ids] of [['user_id', plan.plan.userIds], ['anonymous_id', plan.plan.anonymousIds]] as const)
+      for (const [column, ids] of [
+        ['user_id', plan.plan.userIds],
+        ['anonymous_id', plan.plan.anonymousIds],
+      ] as const)
         for (const id of ids)
           // Each batch commits on its own: its locks are held only that long.
-          for (let deleted = limit; deleted === limit; ) {
+          for (let deleted = limit; deleted === limit;) {
             if (args.signal?.aborted) return (await this.getRegulation(args.id))!;
             deleted = await inTransaction(this.pool, (client) => purgeBatch(client, args.id, plan, column, id, limit));
           }
@@ -89,7 +92,11 @@ const purgedTables = ['events', 'deliveries', 'attempts', 'delivery_queue', 'aud
  * The stored plan of a pending regulation, made and stored first if it has none. The row is
  * locked, so two nodes resuming the same request make one plan between them.
  */
-async function planOf(client: pg.PoolClient, id: string, maxLinkedUsers: number | undefined): Promise<{ plan: RegulationPlan; scope: string[] | null } | undefined> {
+async function planOf(
+  client: pg.PoolClient,
+  id: string,
+  maxLinkedUsers: number | undefined,
+): Promise<{ plan: RegulationPlan; scope: string[] | null } | undefined> {
   const { rows } = await client.query<RegulationRow>(`SELECT * FROM regulations WHERE id = $1 FOR UPDATE`, [id]);
   const row = rows[0];
   if (!row || row.status !== 'pending') return undefined;
@@ -117,14 +124,24 @@ async function planOf(client: pg.PoolClient, id: string, maxLinkedUsers: number 
   const maxEventId = max.rows[0]!.max;
   const inScope = scope === null ? '' : `AND source_id = ANY($3::text[])`;
   const held = async (sql: string, ids: string[]) =>
-    (await client.query<[string, string]>({ text: `${sql} AND id <= $2 ${inScope}`, values: scope === null ? [ids, maxEventId] : [ids, maxEventId, scope], rowMode: 'array' })).rows;
+    (
+      await client.query<[string, string]>({
+        text: `${sql} AND id <= $2 ${inScope}`,
+        values: scope === null ? [ids, maxEventId] : [ids, maxEventId, scope],
+        rowMode: 'array',
+      })
+    ).rows;
   const byUser = await held(`SELECT DISTINCT source_id, user_id FROM events WHERE user_id = ANY($1::text[])`, userIds);
   const byAnonymous = await held(
     `SELECT DISTINCT source_id, anonymous_id FROM events WHERE anonymous_id = ANY($1::text[]) AND user_id IS NULL`,
     links.anonymousIds(),
   );
   const plan = links.plan(maxEventId, byUser, byAnonymous);
-  await client.query(`UPDATE regulations SET plan = $1, linked_identities = $2 WHERE id = $3`, [JSON.stringify(plan), JSON.stringify(plan.linkedIdentities), id]);
+  await client.query(`UPDATE regulations SET plan = $1, linked_identities = $2 WHERE id = $3`, [
+    JSON.stringify(plan),
+    JSON.stringify(plan.linkedIdentities),
+    id,
+  ]);
   return { plan, scope };
 }
 

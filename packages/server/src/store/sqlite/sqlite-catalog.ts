@@ -40,8 +40,6 @@ export class SqliteCatalog implements CatalogStore {
   }
 
   async setSetting(key: string, value: string): Promise<void> {
-    this.db
-      .prepare(`INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`)
-      .run(key, value);
+    this.db.prepare(`INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`).run(key, value);
   }
 }

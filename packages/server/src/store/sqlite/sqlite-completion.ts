@@ -20,24 +20,26 @@ export class SqliteCompletions {
    */
   private readonly batches = new Batcher<Completion, boolean>(
     (batch) =>
-      this.commits.run(() => batch.map((c) => this.completeOne(c)), 'deferred').then(
-        (kept) => {
-          // Only once the outcome is committed: if the commit fails (a full disk), the jobs stay
-          // held until their leases run out, instead of being sent again at once, and again.
-          for (const c of batch) {
-            const lease = this.leases.get(c.id);
-            if (lease !== undefined && holds(lease, c)) this.leases.unhold(c.id);
-          }
-          // So that no byte of the user is left once every notice is through. A reader elsewhere
-          // may keep it from finishing: the task then tries again an interval later.
-          if (batch.some((c) => c.kind === 'delete' && c.outcome.status === 'succeeded')) this.walTruncation.request().catch(() => {});
-          return kept;
-        },
-        (error: unknown) => {
-          this.probe.recordsFailed(error);
-          throw error;
-        },
-      ),
+      this.commits
+        .run(() => batch.map((c) => this.completeOne(c)), 'deferred')
+        .then(
+          (kept) => {
+            // Only once the outcome is committed: if the commit fails (a full disk), the jobs stay
+            // held until their leases run out, instead of being sent again at once, and again.
+            for (const c of batch) {
+              const lease = this.leases.get(c.id);
+              if (lease !== undefined && holds(lease, c)) this.leases.unhold(c.id);
+            }
+            // So that no byte of the user is left once every notice is through. A reader elsewhere
+            // may keep it from finishing: the task then tries again an interval later.
+            if (batch.some((c) => c.kind === 'delete' && c.outcome.status === 'succeeded')) this.walTruncation.request().catch(() => {});
+            return kept;
+          },
+          (error: unknown) => {
+            this.probe.recordsFailed(error);
+            throw error;
+          },
+        ),
     { maxBatch: Number.POSITIVE_INFINITY, parallel: Number.POSITIVE_INFINITY },
   );
   private readonly deliveryExists: Database.Statement<[number, number | null, number | null], { one: number }>;
@@ -110,7 +112,17 @@ export class SqliteCompletions {
     // request) keeps nothing, since a response body may echo the user's data.
     if (kept || this.deliveryExists.get(args.id, args.createdAtMs ?? null, args.createdAtMs ?? null) !== undefined)
       for (const a of args.attempts)
-        this.insertAttempt.run(args.id, storedText(a.url), a.startedAtMs, a.latencyMs, a.statusCode, a.errorClass, storedText(a.errorMessage), storedText(a.responseBody), a.trigger);
+        this.insertAttempt.run(
+          args.id,
+          storedText(a.url),
+          a.startedAtMs,
+          a.latencyMs,
+          a.statusCode,
+          a.errorClass,
+          storedText(a.errorMessage),
+          storedText(a.responseBody),
+          a.trigger,
+        );
     return kept;
   }
 }

@@ -8,7 +8,10 @@ import type { SqliteDeliveryRows } from './sqlite-delivery-rows.js';
  * (see `DeliveryQueue.abandonPending`); its held jobs are let go. Returns how many pending jobs it took.
  */
 export function abandonPending(db: Database.Database, leases: LeaseTable, deliveries: SqliteDeliveryRows, destinationId: string, nowMs: number): number {
-  const notices = db.prepare(`SELECT id, status FROM deliveries WHERE destination_id = ? AND kind = 'delete'`).all(destinationId) as { id: number; status: string }[];
+  const notices = db.prepare(`SELECT id, status FROM deliveries WHERE destination_id = ? AND kind = 'delete'`).all(destinationId) as {
+    id: number;
+    status: string;
+  }[];
   deliveries.delete(notices.map((n) => n.id));
   const abandoned = db
     .prepare(

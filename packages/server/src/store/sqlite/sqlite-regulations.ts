@@ -39,9 +39,12 @@ export class SqliteRegulations implements RegulationsStore {
     const plan = this.db.transaction(() => this.planOf(args.id, args.maxLinkedUsers))();
     if (plan !== undefined) {
       const limit = args.batchSize ?? defaultPurgeBatchSize;
-      for (const [column, ids] of [['user_id', plan.plan.userIds], ['anonymous_id', plan.plan.anonymousIds]] as const)
+      for (const [column, ids] of [
+        ['user_id', plan.plan.userIds],
+        ['anonymous_id', plan.plan.anonymousIds],
+      ] as const)
         for (const id of ids)
-          for (let after = 0; after >= 0; ) {
+          for (let after = 0; after >= 0;) {
             if (args.signal?.aborted) return (await this.getRegulation(args.id))!;
             after = this.db.transaction(() => this.purgeBatch(args.id, plan, column, id, after, limit))();
             // Each batch commits on its own, and ingestion and delivery run between two.
@@ -78,8 +81,13 @@ export class SqliteRegulations implements RegulationsStore {
         .raw()
         .all(userIds),
     );
-    const maxEventId = (this.db.prepare(`SELECT COALESCE(MAX(id), 0) FROM events`).pluck().get() as number);
-    const params = { ids: userIds, anonymous: JSON.stringify(links.anonymousIds()), max: maxEventId, ...(row.source_ids === null ? {} : { scope: row.source_ids }) };
+    const maxEventId = this.db.prepare(`SELECT COALESCE(MAX(id), 0) FROM events`).pluck().get() as number;
+    const params = {
+      ids: userIds,
+      anonymous: JSON.stringify(links.anonymousIds()),
+      max: maxEventId,
+      ...(row.source_ids === null ? {} : { scope: row.source_ids }),
+    };
     const byUser = this.db
       .prepare<typeof params, [string, string]>(
         `SELECT DISTINCT source_id, user_id FROM events WHERE user_id IN (SELECT value FROM json_each(@ids)) AND id <= @max ${scope}`,
@@ -121,10 +129,7 @@ export class SqliteRegulations implements RegulationsStore {
       .all({ identity, after, max: plan.maxEventId, limit, ...(scope === null ? {} : { scope }) });
     if (events.length === 0) return -1;
     const eventIds = JSON.stringify(events);
-    const deliveries = this.db
-      .prepare<[string], number>(`SELECT id FROM deliveries WHERE event_id IN (SELECT value FROM json_each(?))`)
-      .pluck()
-      .all(eventIds);
+    const deliveries = this.db.prepare<[string], number>(`SELECT id FROM deliveries WHERE event_id IN (SELECT value FROM json_each(?))`).pluck().all(eventIds);
     this.deliveries.delete(deliveries);
     this.db.prepare(`DELETE FROM events WHERE id IN (SELECT value FROM json_each(?))`).run(eventIds);
     this.db
@@ -151,9 +156,7 @@ export class SqliteRegulations implements RegulationsStore {
       .pluck()
       .all(gone);
     this.deliveries.delete(audience);
-    this.db
-      .prepare(`DELETE FROM audience_members WHERE audience_id IN (SELECT id FROM audiences) AND user_id IN (SELECT value FROM json_each(?))`)
-      .run(gone);
+    this.db.prepare(`DELETE FROM audience_members WHERE audience_id IN (SELECT id FROM audiences) AND user_id IN (SELECT value FROM json_each(?))`).run(gone);
     for (const n of notices)
       this.deliveries.insertLoose({ destinationId: n.destinationId, sourceId: n.sourceId, kind: 'delete', userId: n.userId, body: n.body }, nowMs);
     this.db
