@@ -52,6 +52,14 @@ module.exports = {
       to: { path: `${src}destinations/` },
     },
     {
+      name: 'webhooks-behind-the-registry',
+      comment:
+        'What is Webhooks-specific is imported only from its own folder, the registry, the public entry point and the ferry dev demo (which is about webhooks): every other stage asks the registry.',
+      severity: 'error',
+      from: { path: src, pathNot: [`${src}destinations/webhooks/`, `${src}destinations/registry[.]ts$`, `${src}index[.]ts$`, `${src}cli/dev[.]ts$`] },
+      to: { path: `${src}destinations/webhooks/` },
+    },
+    {
       name: 'store-imports-only-below',
       comment: 'The store imports its own modules, model/, util/ and the configuration types (config/model.ts), nothing of a stage.',
       severity: 'error',

@@ -79,6 +79,7 @@ export async function audienceRoutes(app: FastifyInstance, deps: AudienceRouteDe
       const definition = validateAudience(body, kind, {
         destinations: catalog.destinations(),
         sourceIds: catalog.sources().map((s) => s.id),
+        types: catalog.types,
       });
       if (!(await audiences.create(definition, clock.now())))
         throw new FerryError('conflict', `id: an audience or computed trait with id ${JSON.stringify(definition.id)} already exists`, 'id');

@@ -9,6 +9,7 @@ import type { DestinationConfig } from '../config/model.js';
 import { FerryError } from '../errors/error-codes.js';
 import type { AudienceDefinition, AudienceKind } from '../model/audience.js';
 import { snakeCase } from './snake-case.js';
+import type { DestinationRegistry } from '../destinations/registry.js';
 
 /** Bounds of the rules; sanity limits, not product limits. */
 export const audienceLimits = Object.freeze({
@@ -118,7 +119,7 @@ function invalid(issues: readonly ConfigIssue[]): FerryError {
 export function validateAudience(
   input: unknown,
   kind: AudienceKind,
-  known: { destinations: readonly DestinationConfig[]; sourceIds: readonly string[] },
+  known: { destinations: readonly DestinationConfig[]; sourceIds: readonly string[]; types: DestinationRegistry },
 ): AudienceDefinition {
   const result = validateWith(definitionSchema(kind), input);
   if (!result.ok) throw invalid(result.issues);
@@ -128,7 +129,8 @@ export function validateAudience(
   value.destinationIds.forEach((id, i) => {
     const d = destinations.get(id);
     if (!d) issues.push({ path: `destinationIds[${i}]`, message: `unknown destination ${JSON.stringify(id)}` });
-    else if (d.type !== 'Webhooks') issues.push({ path: `destinationIds[${i}]`, message: `destination ${JSON.stringify(id)} is not of type Webhooks` });
+    else if (!known.types.get(d.type)?.renderAudienceChange)
+      issues.push({ path: `destinationIds[${i}]`, message: `destination ${JSON.stringify(id)} is of type ${d.type}, which takes no audience changes` });
   });
   const sources = new Set(known.sourceIds);
   value.sourceIds?.forEach((id, i) => {

@@ -1,8 +1,11 @@
 import type { DestinationConfig } from '../config/model.js';
 
 /**
- * A per-endpoint check consulted before each send (a rate limit, a circuit breaker). It may
- * hold a destination's sends until a time: the jobs go back to the queue as they were (no
+ * A check consulted before each send (a rate limit, a circuit breaker), per destination: it is
+ * given the destination, with every URL it sends to, and may hold all of that destination's
+ * sends until a time. (A guard of one URL among several, such as a per-URL breaker, holds the
+ * destination while that URL is closed, or lets the job go and leaves the URL to the attempt.)
+ * Held, the jobs go back to the queue as they were (no
  * attempt made, none counted or logged, the retry window of a job never attempted not
  * started), and the worker claims none of that destination's jobs before then.
  */

@@ -80,4 +80,25 @@ describe('a toy second destination type', () => {
       ['hooks'],
     );
   });
+
+  test('T04 a type without audience changes is refused as an audience destination, naming the field', async () => {
+    const refused = await t.admin('POST', '/audiences', {
+      id: 'pros',
+      name: 'Pros',
+      destinationIds: ['hooks', 'file'],
+      rule: { type: 'trait', trait: 'plan', equals: 'pro' },
+    });
+    assert.equal(refused.status, 400);
+    assert.equal(refused.json.errors[0].code, 'invalid_settings');
+    assert.equal(refused.json.errors[0].path, 'destinationIds[1]');
+    assert.match(refused.json.errors[0].message, /of type File, which takes no audience changes/);
+    // The Webhooks destination alone is accepted: its type renders audience changes.
+    const created = await t.admin('POST', '/audiences', {
+      id: 'pros',
+      name: 'Pros',
+      destinationIds: ['hooks'],
+      rule: { type: 'trait', trait: 'plan', equals: 'pro' },
+    });
+    assert.equal(created.status, 201);
+  });
 });

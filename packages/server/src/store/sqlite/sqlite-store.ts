@@ -29,7 +29,7 @@ import { WriteProbe } from './write-probe.js';
 export interface SqliteStoreOptions {
   /** Path of the database file; `:memory:` is accepted for throwaway use. */
   path: string;
-  /** Time and timers of the WAL truncations' interval; default the system clock and Node's timers. */
+  /** Time and timers of the WAL truncations' interval and of the readiness probe; default the system clock and Node's timers. */
   clock?: Clock;
   /**
    * Least time, in ms, between two truncations of the WAL after deletions (see
@@ -66,6 +66,7 @@ export class SqliteStore implements Store {
   /** Held open for the store's life: see {@link takeOwnership}. */
   private readonly ownership: Database.Database | undefined;
   private readonly probe: WriteProbe;
+  private readonly clock: Clock;
   private readonly commits: GroupCommit;
   private readonly leases = new LeaseTable();
   private readonly deliveries: SqliteDeliveryRows;
@@ -83,10 +84,11 @@ export class SqliteStore implements Store {
     try {
       this.db = opened = openConnection(options.path);
       const db = this.db;
+      const clock = (this.clock = options.clock ?? systemClock);
       this.walTruncation = new CoalescedTask({
         run: () => truncateWal(db),
-        clock: options.clock ?? systemClock,
-        timers: timersOf(options.clock ?? systemClock),
+        clock,
+        timers: timersOf(clock),
         intervalMs: options.walTruncateIntervalMs ?? defaultWalTruncateIntervalMs,
       });
       this.probe = new WriteProbe(this.db);
@@ -209,7 +211,7 @@ export class SqliteStore implements Store {
   }
 
   async checkReady(): Promise<void> {
-    this.probe.assertReady(Date.now());
+    this.probe.assertReady(this.clock.now());
   }
 
   async close(): Promise<void> {
