@@ -313,7 +313,13 @@ describe('socket transport', () => {
   it('refuses, whatever their case, the headers the transport sets itself, and sends one Host and one Content-Length', async () => {
     server = await RawServer.start();
     transport = createSocketTransport();
-    const reserved = [{ Host: 'elsewhere' }, { 'Content-Length': '0' }, { CONNECTION: 'close' }, { 'Transfer-Encoding': 'chunked' }, { host: 'x' }];
+    const reserved: Array<Record<string, string>> = [
+      { Host: 'elsewhere' },
+      { 'Content-Length': '0' },
+      { CONNECTION: 'close' },
+      { 'Transfer-Encoding': 'chunked' },
+      { host: 'x' },
+    ];
     for (const headers of reserved) {
       await assert.rejects(transport.send(post(server.url, '{}', { headers })), /sets header .* itself/, JSON.stringify(headers));
     }

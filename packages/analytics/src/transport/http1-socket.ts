@@ -13,7 +13,7 @@ export interface SocketTransportOptions {
 // the head is written as latin1, so anything above 0xff would lose its high byte on the wire.
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const BAD_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
-const NON_ASCII = /[^\x00-\x7f]/;
+const NON_ASCII = /[\u0080-\uffff]/;
 // Framing and routing are the transport's: a caller's own would smuggle a second request.
 const RESERVED = new Set(['content-length', 'host', 'connection', 'transfer-encoding']);
 
