@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, it } from 'node:test';
 import { Analytics, createSocketTransport, type Transport, type TransportRequest } from '@ferry/analytics';
+import { onAbortKey } from '../src/transport/abort-hook.js';
 import { Http1ResponseParser } from '../src/transport/http1-response-parser.js';
 import { within } from './support/deadline.js';
 import { SinkServer } from './support/sink-server.js';
@@ -67,6 +68,16 @@ describe('HTTP/1.1 response parser', () => {
     assert.equal(r.done?.body, '0123');
   });
 
+  it('returns a complete response followed by stray bytes, marked not reusable', () => {
+    const parser = new Http1ResponseParser(100);
+    assert.deepEqual(parser.feed(Buffer.from('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok\r\n')), {
+      status: 200,
+      headers: { 'content-length': '2' },
+      body: 'ok',
+      keepAlive: false,
+    });
+  });
+
   it('throws for what is not a valid response, or ends too soon', () => {
     const bad = [
       'SMTP ready\r\n\r\n',
@@ -76,7 +87,6 @@ describe('HTTP/1.1 response parser', () => {
       'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n',
       'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabXY',
       'HTTP/1.1 101 Switching Protocols\r\n\r\n',
-      'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}extra',
     ];
     for (const text of bad) {
       assert.throws(() => new Http1ResponseParser(100).feed(Buffer.from(text, 'latin1')), Error, JSON.stringify(text));
@@ -95,6 +105,8 @@ class RawServer {
   connections = 0;
   closed = 0;
   requests: string[] = [];
+  /** The bytes of each request, as they came. */
+  raw: Buffer[] = [];
   answer: (socket: Socket, index: number) => void = (s) => s.write('HTTP/1.1 200 OK\r\nContent-Length: 16\r\n\r\n{"success":true}');
   #server: Server = createServer((socket) => this.#onConnection(socket));
   #sockets = new Set<Socket>();
@@ -142,6 +154,7 @@ class RawServer {
         const length = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? 0);
         if (buf.length < end + 4 + length) return;
         this.requests.push(buf.toString('utf8', 0, end + 4 + length));
+        this.raw.push(buf.subarray(0, end + 4 + length));
         buf = buf.subarray(end + 4 + length);
         this.answer(socket, this.requests.length - 1);
         this.#check();
@@ -277,6 +290,100 @@ describe('socket transport', () => {
     await assert.rejects(transport.send(post(server.url, '{}', { headers: { 'bad name': 'b' } })), /Invalid header name/);
     await assert.rejects(transport.send(post('https://127.0.0.1:1/v1/batch')), /only http:/);
     assert.equal(server.connections, 0);
+  });
+
+  it('refuses header values a latin1 head cannot carry, on both body paths, and writes latin1 values as single bytes', async () => {
+    server = await RawServer.start();
+    transport = createSocketTransport();
+    // Each character's low byte is CR or LF: written as latin1 they would start a new header line.
+    const smuggled = { 'x-v': 'a\u010d\u010aInjected: yes' };
+    for (const body of ['{}', new TextEncoder().encode('{}')]) {
+      await assert.rejects(transport.send(post(server.url, body, { headers: smuggled })), /Invalid value for header x-v/);
+      for (const value of ['a\u0100', 'a\x7f', 'a\x01', 'a\u2028']) {
+        await assert.rejects(transport.send(post(server.url, body, { headers: { 'x-v': value } })), /Invalid value/, JSON.stringify(value));
+      }
+    }
+    assert.equal(server.connections, 0);
+    const headers = { 'x-v': 'caf\u00e9\tok' };
+    await within(transport.send(post(server.url, '{}', { headers })), 'string body');
+    await within(transport.send(post(server.url, new TextEncoder().encode('{}'), { headers })), 'byte body');
+    for (const raw of server.raw) assert.ok(raw.includes(Buffer.from('\r\nx-v: caf\xe9\tok\r\n', 'latin1')), raw.toString('latin1'));
+  });
+
+  it('refuses, whatever their case, the headers the transport sets itself, and sends one Host and one Content-Length', async () => {
+    server = await RawServer.start();
+    transport = createSocketTransport();
+    const reserved: Array<Record<string, string>> = [
+      { Host: 'elsewhere' },
+      { 'Content-Length': '0' },
+      { CONNECTION: 'close' },
+      { 'Transfer-Encoding': 'chunked' },
+      { host: 'x' },
+    ];
+    for (const headers of reserved) {
+      await assert.rejects(transport.send(post(server.url, '{}', { headers })), /sets header .* itself/, JSON.stringify(headers));
+    }
+    assert.equal(server.connections, 0);
+    await within(transport.send(post(server.url, '{}', { headers: { 'Content-Type': 'application/json' } })), 'a response');
+    const head = server.requests[0]!.toLowerCase();
+    assert.equal(head.match(/\r\nhost:/g)?.length, 1);
+    assert.equal(head.match(/\r\ncontent-length:/g)?.length, 1);
+  });
+
+  it('sends every request of a sequence to a server that answers and closes without Connection: close', async () => {
+    server = await RawServer.start();
+    transport = createSocketTransport();
+    server.answer = (s) => s.end('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}');
+    for (let i = 0; i < 10; i++) assert.equal((await within(transport.send(post(server.url)), `response ${i}`)).status, 200);
+  });
+
+  it('sends a request again, once, on a fresh connection when the reused one ends before any byte of the answer', async () => {
+    server = await RawServer.start();
+    transport = createSocketTransport();
+    // The second request comes on the kept connection, which the server then drops unanswered.
+    server.answer = (s, i) => (i === 1 ? s.destroy() : s.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}'));
+    await within(transport.send(post(server.url)), 'first');
+    assert.equal((await within(transport.send(post(server.url)), 'second, retried')).status, 200);
+    assert.deepEqual([server.requests.length, server.connections], [3, 2]);
+    // On a fresh connection the same loss is an error: no second retry.
+    server.answer = (s) => s.destroy();
+    await assert.rejects(within(transport.send(post(server.url)), 'a dropped fresh connection'));
+  });
+
+  it('returns an answer followed by stray bytes and does not reuse that connection', async () => {
+    server = await RawServer.start();
+    transport = createSocketTransport();
+    server.answer = (s) => s.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok\r\n');
+    assert.equal((await within(transport.send(post(server.url)), 'first')).body, 'ok');
+    assert.equal((await within(transport.send(post(server.url)), 'second')).body, 'ok');
+    assert.deepEqual([server.requests.length, server.connections], [2, 2]);
+  });
+
+  it('writes the method of each request, though URL and headers object are the same', async () => {
+    server = await RawServer.start();
+    transport = createSocketTransport();
+    const headers = { 'content-type': 'application/json' };
+    await within(transport.send(post(server.url, '{}', { headers })), 'POST');
+    await within(transport.send(post(server.url, '{}', { headers, method: 'PUT' as 'POST' })), 'PUT');
+    assert.deepEqual(
+      server.requests.map((r) => r.slice(0, r.indexOf(' '))),
+      ['POST', 'PUT'],
+    );
+  });
+
+  it("calls the abort hook's remover when the attempt was already aborted", async () => {
+    server = await RawServer.start();
+    transport = createSocketTransport();
+    let removed = 0;
+    const request = {
+      ...post(server.url),
+      [onAbortKey]: (fn: () => void) => {
+        fn();
+        return () => removed++;
+      },
+    };
+    await assert.rejects(within(transport.send(request), 'an already aborted request'), /aborted/);
+    assert.equal(removed, 1);
   });
 
   it('close() ends idle connections, which never hold the process open', async () => {

@@ -41,15 +41,16 @@ export class Http1ResponseParser {
   }
 
   /**
-   * Takes the next bytes of the connection. Returns the response once it is complete; bytes
-   * past its end mean the server sent more than was asked for, which is an error.
+   * Takes the next bytes of the connection. Returns the response once it is complete. Bytes
+   * past its end mean the server sent more than was asked for: the response still stands (the
+   * server answered), but the connection's state is unknown, so it is marked not reusable.
    */
   feed(chunk: Buffer): ParsedResponse | undefined {
     let buf = this.#pending === undefined ? chunk : Buffer.concat([this.#pending, chunk]);
     this.#pending = undefined;
     for (;;) {
       if (this.#state === 'done') {
-        if (buf.length > 0) throw new Error('The server sent bytes after the response.');
+        if (buf.length > 0) this.#keepAlive = false;
         return this.#result();
       }
       const used = this.#step(buf);
