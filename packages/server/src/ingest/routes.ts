@@ -9,11 +9,11 @@ import { ProcessingGate } from './processing-gate.js';
 /**
  * Request-body bytes processed (parsed, normalised, committed) at once; the others wait with
  * their body in the budget. A 500 KB batch takes up to about 20 times its size on the heap
- * while it is processed (docs/operations.md), so 4 MiB bounds that memory to some tens of MiB
- * (8 batches of the largest size at once), while a hundred batches of typical size (tens of
+ * while it is processed (docs/operations.md), so 3 MiB bounds that memory to some tens of MiB
+ * (6 batches of the largest size at once), while a hundred batches of typical size (tens of
  * KB) go through together and keep sharing the store's commits.
  */
-export const maxIngestProcessingBytes = 4 * 1024 * 1024;
+export const maxIngestProcessingBytes = 3 * 1024 * 1024;
 
 /** What a body weighs in the gate: a gzip body may unpack to the request limit, so it weighs that. */
 function processingWeight(body: Buffer | undefined, contentEncoding: string | undefined): number {

@@ -328,7 +328,7 @@ const largeBatches = 128;
 /**
  * The stated ceiling of the growth of the server's resident memory while it takes them, over
  * its baseline: the 64 MiB of bodies the budget admits, their chunks while they are read, and
- * at most 4 MiB of bodies (8 of these) processed at once, each taking up to about 20 times its size on the heap
+ * at most 3 MiB of bodies (6 of these) processed at once, each taking up to about 20 times its size on the heap
  * while it is parsed and normalised (docs/operations.md), with the garbage collector's slack.
  * Processed all at once instead, the same batches grew a server by about 300 MiB.
  */
