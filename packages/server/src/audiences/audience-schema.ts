@@ -111,8 +111,8 @@ function invalid(issues: readonly ConfigIssue[]): FerryError {
  *
  * @param input The request body.
  * @param kind `audience` accepts `event` and `trait` rules; `computed_trait` accepts `event_count`.
- * @param known The catalog's destinations and source ids; every id named must exist, and
- *   each destination must be of type Webhooks (the only one that receives identify calls).
+ * @param known The catalog's destinations, source ids and destination types; every id named
+ *   must exist, and each destination must be of a type that renders audience changes.
  * @returns The definition with defaults applied (`minCount` 1, `sourceIds` null: all sources).
  * @throws FerryError `invalid_settings` (400) naming the path and rule.
  */

@@ -1,4 +1,4 @@
-import type { AttemptTrigger, DeadReason, ErrorClass } from '../model/attempt.js';
+import type { AttemptRecord, DeadReason } from '../model/attempt.js';
 import type { DeliveryKind, DeliveryStatus } from './delivery-queue.js';
 
 /** A delivery as the admin API shows it. */
@@ -19,17 +19,8 @@ export interface DeliveryView {
   lastError: string | null;
 }
 
-/** One attempt as the admin API shows it. */
-export interface AttemptView {
-  url: string;
-  startedAt: string;
-  latencyMs: number;
-  statusCode: number | null;
-  errorClass: ErrorClass | null;
-  errorMessage: string | null;
-  responseBody: string | null;
-  trigger: AttemptTrigger;
-}
+/** One attempt as the admin API shows it: the record, its start as an ISO 8601 string. */
+export type AttemptView = Omit<AttemptRecord, 'startedAtMs'> & { startedAt: string };
 
 /** One delivery in full: the body it sends and every attempt logged. */
 export interface DeliveryDetail {
