@@ -38,11 +38,11 @@ const cases: { filter: Omit<DeliveryFilter, 'limit'>; sqlite: string[]; postgres
 const label = (f: object) => JSON.stringify(f);
 
 describe('every filter of a delivery search is found through an index', () => {
-  test('sqlite: EXPLAIN QUERY PLAN names the filter’s index, and no scan of a whole table', () => {
+  test('sqlite: EXPLAIN QUERY PLAN names the filter’s index, and no scan of a whole table', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ferry-plans-'));
     try {
       const path = join(dir, 'ferry.db');
-      new SqliteStore({ path }).close();
+      await new SqliteStore({ path }).close();
       inSqliteFile(path, (db) => {
         for (const { filter, sqlite } of cases) {
           const { sql, params } = sqliteSearchQuery({ ...filter, limit });
