@@ -16,7 +16,7 @@ const layers = [
   ['config/schema.ts', 'config/redact.ts', 'config/yaml-errors.ts', 'config/load.ts', 'routing'],
   ['delivery'],
   ['events'],
-  ['ingest', 'audiences', 'regulations'],
+  ['ingest', 'audiences', 'regulations', 'replay'],
   ['admin', 'lifecycle', 'http'],
   ['app.ts'],
   ['cli', 'index.ts'],

@@ -24,6 +24,7 @@ import { ingestRoutes } from './ingest/routes.js';
 import { healthRoutes } from './lifecycle/health-routes.js';
 import { Lifecycle, type StopOptions } from './lifecycle/lifecycle.js';
 import { RegulationRunner } from './regulations/regulation-runner.js';
+import { defaultReplaySettings, ReplayJobRunner, type ReplaySettings } from './replay/replay-job-runner.js';
 import { Catalog } from './routing/catalog.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
 import type { Store } from './store/store.js';
@@ -71,6 +72,11 @@ export interface FerryOptions {
   catalogRefreshMs?: number;
   /** Limits against slow, idle and greedy clients, over the defaults of `config/defaults.ts` (`ferry serve` passes the environment's). */
   http?: Partial<HttpServerSettings>;
+  /**
+   * When a bulk replay runs at once and when as a job, and a job's batch size, over
+   * `defaultReplaySettings` (5,000 and 1,000). Tests set small ones.
+   */
+  replay?: Partial<ReplaySettings>;
   /** Start the delivery loop with `start()`. Tests that drive the worker by hand turn it off. Default true. */
   deliver?: boolean;
 }
@@ -85,6 +91,8 @@ export interface Ferry {
   readonly worker: DeliveryWorker;
   /** Carries out deletion requests. */
   readonly regulations: RegulationRunner;
+  /** Carries out bulk replays too large for one transaction, in batches. */
+  readonly replayJobs: ReplayJobRunner;
   /** Audience and computed-trait sync. */
   readonly audiences: AudienceSync;
   readonly logger: Logger;
@@ -151,10 +159,12 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   forwardWorkerEvents(worker, events);
   const wake = () => worker.wake();
   const regulations = new RegulationRunner({ store, catalog, clock, logger, onQueued: wake, events });
+  const replaySettings: ReplaySettings = { ...defaultReplaySettings, ...options.replay };
+  const replayJobs = new ReplayJobRunner({ store, catalog, clock, logger, settings: replaySettings, onQueued: wake });
   const audiences = new AudienceSync({ audiences: store.audiences, catalog, clock, logger, settings: config.audiences, onQueued: wake, events });
 
   const app = createHttpServer({ limits, trustProxy: options.trustProxy ?? false, logger });
-  const lifecycle = new Lifecycle({ app, worker, audiences, regulations, sender, store, events, onStopping: () => catalog.stopRefreshing() });
+  const lifecycle = new Lifecycle({ app, worker, audiences, regulations, replayJobs, sender, store, events, onStopping: () => catalog.stopRefreshing() });
   app.addHook('onRequest', lifecycle.refuseWhileDraining);
   guardBodyDeadlines(app, limits.bodyTimeoutMs);
   answerErrors(app, { logger, isStoreUnavailable: (error) => store.isUnavailable(error) });
@@ -166,6 +176,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     catalog,
     clock,
     regulations,
+    replay: { jobs: replayJobs, settings: replaySettings },
     adminTokenHash: adminToken.hash,
     onQueued: wake,
     audiences: { store: store.audiences, sync: audiences },
@@ -177,6 +188,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     catalog,
     worker,
     regulations,
+    replayJobs,
     audiences,
     logger,
     events,
@@ -186,6 +198,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
       const address = await app.listen({ port, host });
       await adminToken.store();
       await regulations.resumePending();
+      await replayJobs.resumeRunning();
       const refreshMs = options.catalogRefreshMs ?? (store.kind === 'postgres' ? 5000 : 0);
       if (refreshMs > 0) catalog.refreshEvery(refreshMs, logger);
       if (options.deliver !== false) {

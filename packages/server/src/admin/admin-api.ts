@@ -4,6 +4,9 @@ import type { AudienceSync } from '../audiences/audience-sync.js';
 import { notFound } from '../http/not-found.js';
 import { requireAdminToken } from './admin-auth.js';
 import { audienceRoutes } from './audience-routes.js';
+import { deliveryRoutes } from './delivery-routes.js';
+import { regulationRoutes } from './regulation-routes.js';
+import { replayRoutes } from './replay-routes.js';
 import { adminRoutes, type AdminDeps } from './routes.js';
 import { refuseUnknownKeys } from './unknown-keys.js';
 
@@ -41,6 +44,9 @@ export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps)
       await admin.register(
         async (v1) => {
           await adminRoutes(v1, deps);
+          await deliveryRoutes(v1, deps);
+          await replayRoutes(v1, { ...deps, jobs: deps.replay.jobs, settings: deps.replay.settings });
+          await regulationRoutes(v1, deps);
           await audienceRoutes(v1, { audiences: deps.audiences.store, sync: deps.audiences.sync, catalog: deps.catalog, clock: deps.clock });
         },
         { prefix: '/v1' },

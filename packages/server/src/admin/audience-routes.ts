@@ -1,12 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import { validateAudience } from '../audiences/audience-schema.js';
-import type { AudienceKind, AudienceRecord, SyncOutcome } from '../model/audience.js';
+import type { AudienceKind, AudienceRecord, Rule, SyncOutcome } from '../model/audience.js';
 import type { AudienceStore } from '../store/audience-store.js';
 import type { AudienceSync } from '../audiences/audience-sync.js';
 import { snakeCase } from '../audiences/snake-case.js';
 import { FerryError } from '../errors/error-codes.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { Clock } from '../util/clock.js';
+import { mergePatch } from './merge-patch.js';
+import { objectBody, optionalString, pageLimit } from './query-params.js';
+import { refuseUnknownKeys } from './unknown-keys.js';
 
 /** What the audience routes need. */
 export interface AudienceRouteDeps {
@@ -24,7 +27,7 @@ function toView(a: AudienceRecord) {
     id: a.id,
     kind: a.kind,
     name: a.name,
-    trait: snakeCase(a.name),
+    trait: a.trait ?? snakeCase(a.name),
     destinationIds: a.destinationIds,
     sourceIds: a.sourceIds,
     rule: a.rule,
@@ -49,6 +52,17 @@ function toSyncView(o: SyncOutcome) {
   };
 }
 
+/**
+ * The rule a patch asks for: merged into the current one (`{"minCount": 3}` changes only the
+ * count), or, when it names another `type`, taken as it is, since no member of the old rule
+ * means anything in the new one.
+ */
+function patchedRule(current: Rule, patch: unknown): unknown {
+  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
+  const type = (patch as { type?: unknown }).type;
+  return type === undefined || type === current.type ? patch : { ...Object.fromEntries(Object.keys(current).map((k) => [k, null])), ...patch };
+}
+
 const collections: { path: string; kind: AudienceKind; noun: string }[] = [
   { path: '/audiences', kind: 'audience', noun: 'audience' },
   { path: '/computed-traits', kind: 'computed_trait', noun: 'computed trait' },
@@ -56,8 +70,8 @@ const collections: { path: string; kind: AudienceKind; noun: string }[] = [
 
 /**
  * Admin routes of audiences (`/audiences`) and computed traits (`/computed-traits`): create
- * (which runs the first sync at once, so every current member is sent), list, show, delete,
- * and sync now. Register inside the admin scope so its Bearer-token hook applies.
+ * (which runs the first sync at once, so every current member is sent), list, show, change
+ * (a merge patch, the members kept), list the members, delete, and sync now. Register inside the admin scope so its Bearer-token hook applies.
  */
 export async function audienceRoutes(app: FastifyInstance, deps: AudienceRouteDeps): Promise<void> {
   const { audiences, sync, catalog, clock } = deps;
@@ -88,6 +102,46 @@ export async function audienceRoutes(app: FastifyInstance, deps: AudienceRouteDe
       const created = await find(definition.id);
       return reply.code(201).send({ ...toView(created), sync: first ? toSyncView(first) : null });
     });
+
+    // A JSON merge patch of the definition; the members and sync state stay (see docs/audiences.md).
+    app.patch<{ Params: { id: string } }>(`${path}/:id`, async (request) => {
+      const current = await find(request.params.id);
+      const patch = objectBody(request.body);
+      refuseUnknownKeys(patch, ['id', 'name', 'destinationIds', 'sourceIds', 'rule'], 'key');
+      if (patch.id !== undefined && patch.id !== current.id) throw new FerryError('bad_request', 'id cannot be changed', 'id');
+      const before = {
+        name: current.name,
+        destinationIds: current.destinationIds,
+        rule: current.rule,
+        ...(current.sourceIds ? { sourceIds: current.sourceIds } : {}),
+      };
+      const merged = mergePatch(before, patch.rule === undefined ? patch : { ...patch, rule: patchedRule(current.rule, patch.rule) }) as Record<
+        string,
+        unknown
+      >;
+      const definition = validateAudience({ ...merged, id: current.id }, kind, {
+        destinations: catalog.destinations(),
+        sourceIds: catalog.sources().map((s) => s.id),
+        types: catalog.types,
+      });
+      // Receivers hold the members under the key sent so far: a rename keeps it.
+      const trait = current.trait ?? snakeCase(current.name);
+      const updated = { ...definition, ...(trait === snakeCase(definition.name) ? {} : { trait }) };
+      if (!(await audiences.update(updated))) throw new FerryError('not_found', `no ${noun} ${current.id}`);
+      return toView(await find(current.id));
+    });
+
+    app.get<{ Params: { id: string }; Querystring: { after?: string; limit?: string } }>(
+      `${path}/:id/members`,
+      { config: { query: ['after', 'limit'] } },
+      async (request) => {
+        await find(request.params.id);
+        const limit = pageLimit(request.query.limit);
+        const members = await audiences.members(request.params.id, { afterUserId: optionalString(request.query.after, 'after'), limit });
+        const last = members.at(-1);
+        return { members, next: members.length === limit && last ? last.userId : null };
+      },
+    );
 
     app.delete<{ Params: { id: string } }>(`${path}/:id`, async (request, reply) => {
       await find(request.params.id);

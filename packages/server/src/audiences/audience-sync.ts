@@ -134,7 +134,7 @@ export class AudienceSync {
       );
     }
     if (targets.length === 0) return [];
-    const trait = snakeCase(audience.name);
+    const trait = audience.trait ?? snakeCase(audience.name);
     const out: NewDelivery[] = [];
     // Bodies rendered for one change, by type.
     const bodies = new Map<DestinationType, string>();

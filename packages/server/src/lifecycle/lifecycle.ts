@@ -23,6 +23,8 @@ export interface LifecycleParts {
   audiences: { stop(): Promise<void> };
   /** Deletion requests: the one running stops at its next batch boundary, the others stay pending. */
   regulations: { stop(): Promise<void> };
+  /** Replay jobs: the one running stops after its batch and stays running, carried on at the next start. */
+  replayJobs?: { stop(): Promise<void> };
   sender: { close(): Promise<void> };
   store: { close(): Promise<void> };
   /** Stops timers of the server's own (say, catalog reloads) as the stop begins. */
@@ -86,6 +88,7 @@ export class Lifecycle {
     await Promise.all([step(() => this.parts.audiences.stop()), step(() => this.parts.worker.stop()), drainMs > 0 ? delay(drainMs) : undefined]);
     await step(() => this.parts.app.close());
     await step(() => this.parts.regulations.stop());
+    await step(() => this.parts.replayJobs?.stop());
     await step(() => this.parts.sender.close());
     await step(() => this.parts.store.close());
     this.parts.events.emit('lifecycle:stopped', {});

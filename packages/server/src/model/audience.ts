@@ -45,8 +45,13 @@ export interface AudienceDefinition {
   /** `[a-z0-9_-]+`, unique among audiences and computed traits together. */
   id: string;
   kind: AudienceKind;
-  /** Display name; its snake_case form is the trait key sent to destinations. */
+  /** Display name; its snake_case form is the trait key sent to destinations, unless `trait` is set. */
   name: string;
+  /**
+   * The trait key sent, when it is no longer the snake_case form of `name`: set when an
+   * audience is renamed, so that receivers keep getting the key they already hold.
+   */
+  trait?: string;
   /** Webhooks destinations the changes are sent to. */
   destinationIds: string[];
   /** Sources whose events count; null: every source. */

@@ -1,4 +1,14 @@
-import { absentValue, type AudienceKind, type AudienceRecord, type MembershipChange, type Rule, type SyncOutcome, type TraitValue } from '../model/audience.js';
+import type { AudienceMember } from './audience-store.js';
+import {
+  absentValue,
+  type AudienceDefinition,
+  type AudienceKind,
+  type AudienceRecord,
+  type MembershipChange,
+  type Rule,
+  type SyncOutcome,
+  type TraitValue,
+} from '../model/audience.js';
 
 /**
  * What the SQL audience stores share: the row shape and its mapping, the select, and the
@@ -24,6 +34,13 @@ export interface StoredConfig {
   destinationIds: string[];
   sourceIds: string[] | null;
   rule: Rule;
+  /** The trait key, once it differs from the name's snake_case form (a rename). */
+  trait?: string;
+}
+
+/** What `audiences.config` keeps of a definition. */
+export function storedConfig(d: AudienceDefinition): StoredConfig {
+  return { destinationIds: d.destinationIds, sourceIds: d.sourceIds, rule: d.rule, ...(d.trait === undefined ? {} : { trait: d.trait }) };
 }
 
 /** An `audiences` row (with its member count) as a record. */
@@ -36,11 +53,17 @@ export function toRecord(r: AudienceRow): AudienceRecord {
     destinationIds: config.destinationIds,
     sourceIds: config.sourceIds,
     rule: config.rule,
+    ...(config.trait === undefined ? {} : { trait: config.trait }),
     createdAtMs: r.created_at,
     syncCount: r.sync_count,
     lastSyncedAtMs: r.last_synced_at,
     memberCount: r.member_count,
   };
+}
+
+/** An `audience_members` row as the admin API lists it. */
+export function toMember(r: { user_id: string; value: string }): AudienceMember {
+  return { userId: r.user_id, value: JSON.parse(r.value) as TraitValue };
 }
 
 /** Audiences with their member counts; append a WHERE clause as needed. */

@@ -1,5 +1,11 @@
-import type { AudienceDefinition, AudienceKind, AudienceRecord, MembershipChange, SyncOutcome } from '../model/audience.js';
+import type { AudienceDefinition, AudienceKind, AudienceRecord, MembershipChange, SyncOutcome, TraitValue } from '../model/audience.js';
 import type { NewDelivery } from './delivery-queue.js';
+
+/** A user holding a value of an audience (`true`) or computed trait (its count). */
+export interface AudienceMember {
+  userId: string;
+  value: TraitValue;
+}
 
 /**
  * Where audiences, their current members and their sync state live; implemented for SQLite
@@ -11,6 +17,13 @@ export interface AudienceStore {
   get(id: string): Promise<AudienceRecord | null>;
   /** Every audience of one kind, ordered by id. */
   list(kind: AudienceKind): Promise<AudienceRecord[]>;
+  /**
+   * Changes an audience's name, destinations, sources and rule; its id, kind, members and sync
+   * state stay. The members are compared with the new rule at the next sync. False when unknown.
+   */
+  update(definition: AudienceDefinition): Promise<boolean>;
+  /** Current members in user id order, after `afterUserId` when given: each with the value last queued for it. */
+  members(id: string, args: { afterUserId?: string; limit: number }): Promise<AudienceMember[]>;
   /** Deletes the audience and its stored members; jobs already queued still go out. False when unknown. */
   delete(id: string): Promise<boolean>;
   /**

@@ -1,4 +1,4 @@
-import type { AttemptOutcome, AttemptRecord, AttemptTrigger } from '../model/attempt.js';
+import type { AttemptOutcome, AttemptRecord, AttemptTrigger, ErrorClass } from '../model/attempt.js';
 
 /** What a delivery job carries: a routed event, a deletion notice, or an audience identify. */
 export type DeliveryKind = 'event' | 'delete' | 'audience';
@@ -77,6 +77,10 @@ export interface ReplayFilter {
   destinationId?: string;
   /** Only those dead-lettered at or after this time. */
   sinceMs?: number;
+  /** Only those dead-lettered before this time. */
+  untilMs?: number;
+  /** Only those whose last attempt failed with this error class on one of its URLs (read from `last_error`, see `errorClassPatterns`). */
+  errorClass?: ErrorClass;
   /**
    * Only those whose destination is one of these (the ones that exist): a dead letter of a
    * deleted destination has nowhere to go and stays dead.
@@ -129,4 +133,6 @@ export interface DeliveryQueue {
    * again (attemptCount counts the attempts of the current window); returns how many.
    */
   replay(filter: ReplayFilter, nowMs: number): Promise<number>;
+  /** How many dead letters {@link replay} would take with this filter now; changes nothing. */
+  countReplayable(filter: ReplayFilter): Promise<number>;
 }

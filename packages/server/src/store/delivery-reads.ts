@@ -1,4 +1,5 @@
 import type { AttemptRecord, DeadReason } from '../model/attempt.js';
+import type { CallType } from '../model/message.js';
 import type { DeliveryKind, DeliveryStatus } from './delivery-queue.js';
 
 /** A delivery as the admin API shows it. */
@@ -10,6 +11,14 @@ export interface DeliveryView {
   status: DeliveryStatus;
   messageId: string | null;
   userId: string | null;
+  /** The event's `anonymousId`; null when it had none, and for deletion notices and audience changes. */
+  anonymousId: string | null;
+  /** The event's call type; null for deletion notices and audience changes (see `kind`). */
+  type: CallType | null;
+  /** The track call's event name; null for other calls and other kinds. */
+  event: string | null;
+  /** When the event was received; null for deletion notices and audience changes. */
+  receivedAt: string | null;
   attemptCount: number;
   createdAt: string;
   firstAttemptAt: string | null;
@@ -29,12 +38,31 @@ export interface DeliveryDetail {
   attempts: AttemptView[];
 }
 
-/** Filter of delivery listings. `afterId` pages forward through ids in ascending order. */
+/**
+ * What `type` filters on: an event's call type, or `delete` / `audience` for the deliveries
+ * of those kinds (which have no call type).
+ */
+export type DeliveryTypeFilter = CallType | 'delete' | 'audience';
+
+/**
+ * Filter of delivery listings, every condition combined with AND. `afterId` pages forward
+ * through ids in ascending order. The conditions on the event (`anonymousId`, `event`, a
+ * call `type`, the received-at range) match event deliveries only.
+ */
 export interface DeliveryFilter {
   status?: DeliveryStatus;
   destinationId?: string;
   sourceId?: string;
   messageId?: string;
+  userId?: string;
+  anonymousId?: string;
+  /** A track call's event name. */
+  event?: string;
+  type?: DeliveryTypeFilter;
+  /** Received at or after (ms since the epoch). */
+  receivedAfterMs?: number;
+  /** Received before (ms since the epoch). */
+  receivedBeforeMs?: number;
   afterId?: number;
   limit: number;
 }

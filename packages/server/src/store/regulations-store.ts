@@ -45,10 +45,18 @@ export interface ExecuteRegulationArgs {
   signal?: AbortSignal;
 }
 
+/** Where a listing of regulations (newest first) starts: after this request. */
+export interface RegulationCursor {
+  createdAtMs: number;
+  id: string;
+}
+
 /** Deletion requests (regulations): stored, carried out, and their traces reclaimed. */
 export interface RegulationsStore {
   createRegulation(args: { id: string; userIds: string[]; sourceIds: string[] | null; nowMs: number }): Promise<Regulation>;
   getRegulation(id: string): Promise<Regulation | null>;
+  /** Newest first (ties by id, descending), of one status when given, after `after` when given. */
+  listRegulations(args: { status?: Regulation['status']; after?: RegulationCursor; limit: number }): Promise<Regulation[]>;
   pendingRegulations(): Promise<Regulation[]>;
   /**
    * Carries a pending regulation out (a done one is left as it is). First it fixes what to

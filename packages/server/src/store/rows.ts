@@ -1,5 +1,6 @@
 import type { DeadReason } from '../model/attempt.js';
-import type { ClaimedDelivery } from './delivery-queue.js';
+import type { ClaimedDelivery, ReplayFilter } from './delivery-queue.js';
+import type { ReplayJobRecord } from './replay-jobs-store.js';
 import type { AttemptView, DeliveryView } from './delivery-reads.js';
 import type { RejectionView } from './event-log.js';
 import type { LinkedIdentitiesReport, Regulation } from './regulations-store.js';
@@ -12,7 +13,7 @@ import type { LinkedIdentitiesReport, Regulation } from './regulations-store.js'
 /** ms since the epoch to ISO 8601, keeping null. */
 export const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
-/** A row of `deliveries` as both stores read it (without the body). */
+/** A row of `deliveries` as both stores read it (without the body), with its event's columns (null without one). */
 export interface DeliveryRow {
   id: number;
   destination_id: string;
@@ -21,6 +22,10 @@ export interface DeliveryRow {
   status: DeliveryView['status'];
   message_id: string | null;
   user_id: string | null;
+  anonymous_id: string | null;
+  call_type: DeliveryView['type'];
+  event: string | null;
+  received_at: number | null;
   attempt_count: number;
   created_at: number;
   first_attempt_at: number | null;
@@ -90,6 +95,39 @@ export interface RejectionRow {
   received_at: number;
 }
 
+/**
+ * The columns of a delivery's event that its view shows, from `events e` (LEFT JOINed on
+ * `e.id = d.event_id`), named as {@link DeliveryRow} names them.
+ */
+export const deliveryEventColumns = 'e.anonymous_id, e.type AS call_type, e.event, e.received_at';
+
+/** A row of `replay_jobs`; the filter is JSON text. */
+export interface ReplayJobRow {
+  id: string;
+  filter: string;
+  status: ReplayJobRecord['status'];
+  total: number;
+  replayed: number;
+  cursor: number;
+  created_at: number;
+  finished_at: number | null;
+  error: string | null;
+}
+
+/** A `replay_jobs` row as a record. */
+export function toReplayJob(r: ReplayJobRow): ReplayJobRecord {
+  return {
+    id: r.id,
+    status: r.status,
+    filter: JSON.parse(r.filter) as ReplayFilter,
+    total: Number(r.total),
+    replayed: Number(r.replayed),
+    createdAtMs: Number(r.created_at),
+    finishedAtMs: r.finished_at === null ? null : Number(r.finished_at),
+    error: r.error,
+  };
+}
+
 /** A kept rejection as the admin API shows it. */
 export function toRejectionView(r: RejectionRow): RejectionView {
   return { sourceId: r.source_id, index: r.batch_index, code: r.code, message: r.message, receivedAt: iso(r.received_at)! };
@@ -105,6 +143,10 @@ export function toDeliveryView(r: DeliveryRow): DeliveryView {
     status: r.status,
     messageId: r.message_id,
     userId: r.user_id,
+    anonymousId: r.anonymous_id,
+    type: r.call_type,
+    event: r.event,
+    receivedAt: iso(r.received_at),
     attemptCount: r.attempt_count,
     createdAt: iso(r.created_at)!,
     firstAttemptAt: iso(r.first_attempt_at),

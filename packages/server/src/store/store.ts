@@ -4,6 +4,7 @@ import type { DeliveryQueue, DeliveryStatus } from './delivery-queue.js';
 import type { DeliveryReads } from './delivery-reads.js';
 import type { EventLog } from './event-log.js';
 import type { RegulationsStore } from './regulations-store.js';
+import type { ReplayJobsStore } from './replay-jobs-store.js';
 
 /*
  * Each role's vocabulary, from one place: a caller that needs a single role can instead
@@ -15,6 +16,7 @@ export type * from './delivery-queue.js';
 export type * from './delivery-reads.js';
 export type * from './event-log.js';
 export type * from './regulations-store.js';
+export type * from './replay-jobs-store.js';
 
 /** Counts for health and metrics. */
 export interface StoreStats {
@@ -32,7 +34,7 @@ export interface StoreStats {
  * Audiences are a role held as a property rather than mixed in: their methods (`create`,
  * `get`, `sync`...) name audience operations, not store ones.
  */
-export interface Store extends EventLog, DeliveryQueue, DeliveryReads, RegulationsStore, CatalogStore {
+export interface Store extends EventLog, DeliveryQueue, DeliveryReads, RegulationsStore, ReplayJobsStore, CatalogStore {
   /** Which implementation this is, for logs. */
   readonly kind: 'sqlite' | 'postgres';
   /** Audiences and computed traits, on the same database (a sync's jobs commit with its members). */

@@ -59,9 +59,9 @@ describe('the admin API refuses what it does not define', () => {
 
   test('an unknown query parameter is refused with 400 unknown_parameter naming it, on every admin route', async () => {
     const cases: [string, string[]][] = [
-      ['/deliveries?userId=u1', ['userId']],
-      ['/deliveries?status=pending&userId=u1&foo=1', ['userId', 'foo']],
-      ['/dead-letters?userId=u1', ['userId']],
+      ['/deliveries?user_id=u1', ['user_id']],
+      ['/deliveries?status=pending&userId=u1&foo=1&receivedSince=x', ['foo', 'receivedSince']],
+      ['/dead-letters?eventName=E', ['eventName']],
       ['/dead-letters?status=pending', ['status']],
       ['/rejections?status=dead', ['status']],
       ['/sources?limit=5', ['limit']],

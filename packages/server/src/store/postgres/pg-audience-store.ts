@@ -1,10 +1,10 @@
 import type pg from 'pg';
 import type { AudienceDefinition, AudienceKind, AudienceRecord, MembershipChange, SyncOutcome } from '../../model/audience.js';
-import type { AudienceStore } from '../audience-store.js';
+import type { AudienceMember, AudienceStore } from '../audience-store.js';
 import type { NewDelivery } from '../delivery-queue.js';
 import { insertLoose } from './pg-delivery-rows.js';
 import { inTransaction } from './pg-pools.js';
-import { dayMs, diffMembers, selectAudience, settleLeavers, syncOutcome, toRecord, type AudienceRow, type StoredConfig } from '../audience-rows.js';
+import { dayMs, diffMembers, selectAudience, settleLeavers, storedConfig, syncOutcome, toMember, toRecord, type AudienceRow } from '../audience-rows.js';
 
 /*
  * PostgreSQL's jsonb refuses `\u0000` and lone surrogate escapes, which the stored JSON
@@ -88,7 +88,7 @@ export class PgAudienceStore implements AudienceStore {
   constructor(private readonly pool: pg.Pool) {}
 
   async create(definition: AudienceDefinition, nowMs: number): Promise<boolean> {
-    const config: StoredConfig = { destinationIds: definition.destinationIds, sourceIds: definition.sourceIds, rule: definition.rule };
+    const config = storedConfig(definition);
     return inTransaction(this.pool, async (client) => {
       const result = await client.query(`INSERT INTO audiences (id, kind, name, config, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`, [
         definition.id,
@@ -110,6 +110,28 @@ export class PgAudienceStore implements AudienceStore {
       const { rows } = await client.query<AudienceRow>(`${selectAudience} WHERE a.kind = $1 ORDER BY a.id`, [kind]);
       return rows.map(toRecord);
     });
+  }
+
+  async update(definition: AudienceDefinition): Promise<boolean> {
+    // Not while a sync of it runs: the row lock makes this wait for its commit, so the next
+    // sync is the first to see the new rule.
+    const result = await this.pool.query(`UPDATE audiences SET name = $1, config = $2 WHERE id = $3 AND kind = $4`, [
+      definition.name,
+      JSON.stringify(storedConfig(definition)),
+      definition.id,
+      definition.kind,
+    ]);
+    return result.rowCount === 1;
+  }
+
+  async members(id: string, args: { afterUserId?: string; limit: number }): Promise<AudienceMember[]> {
+    const after = args.afterUserId === undefined ? '' : 'AND user_id > $3';
+    const params: unknown[] = [id, args.limit, ...(args.afterUserId === undefined ? [] : [args.afterUserId])];
+    const { rows } = await this.pool.query<{ user_id: string; value: string }>(
+      `SELECT user_id, value FROM audience_members WHERE audience_id = $1 ${after} ORDER BY user_id LIMIT $2`,
+      params,
+    );
+    return rows.map(toMember);
   }
 
   async delete(id: string): Promise<boolean> {

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { ReplayFilter } from '../delivery-queue.js';
-import { deleteDeliveries, queued } from './pg-delivery-rows.js';
+import { errorClassPatterns } from '../delivery-search.js';
+import { deleteDeliveries } from './pg-delivery-rows.js';
 import { inTransaction } from './pg-pools.js';
 
 /**
@@ -30,35 +31,74 @@ export async function abandonPending(pool: pg.Pool, destinationId: string, nowMs
   });
 }
 
-/** Puts the dead letters `filter` takes back in line (a delivery row pending again, and its queue row), due at `nowMs`. Returns how many. */
-export async function replay(pool: pg.Pool, filter: ReplayFilter, nowMs: number): Promise<number> {
+/** The conditions of the dead letters `filter` takes, numbered from `$<first>`, or null when it takes none. */
+function replayWhere(filter: ReplayFilter, first: number): { where: string[]; params: unknown[] } | null {
   // `dead_reason` marks exactly the dead letters, and the dead-letter index holds those rows.
   const where = [`status = 'dead'`, `dead_reason IS NOT NULL`];
-  const params: unknown[] = [nowMs];
+  const params: unknown[] = [];
+  const add = (clause: string, value: unknown) => {
+    params.push(value);
+    where.push(clause.replace('?', `$${first + params.length - 1}`));
+  };
   if (filter.ids) {
-    if (filter.ids.length === 0) return 0;
-    params.push(filter.ids);
-    where.push(`id = ANY($${params.length}::bigint[])`);
+    if (filter.ids.length === 0) return null;
+    add('id = ANY(?::bigint[])', filter.ids);
   }
-  if (filter.destinationId) {
-    params.push(filter.destinationId);
-    where.push(`destination_id = $${params.length}`);
-  }
-  if (filter.sinceMs !== undefined) {
-    params.push(filter.sinceMs);
-    where.push(`completed_at >= $${params.length}`);
-  }
+  if (filter.destinationId) add('destination_id = ?', filter.destinationId);
+  if (filter.sinceMs !== undefined) add('completed_at >= ?', filter.sinceMs);
+  if (filter.untilMs !== undefined) add('completed_at < ?', filter.untilMs);
+  if (filter.errorClass !== undefined) add(`last_error LIKE ANY(?::text[])`, errorClassPatterns(filter.errorClass));
   if (filter.destinationIdsIn) {
-    if (filter.destinationIdsIn.length === 0) return 0;
-    params.push(filter.destinationIdsIn);
-    where.push(`destination_id = ANY($${params.length}::text[])`);
+    if (filter.destinationIdsIn.length === 0) return null;
+    add('destination_id = ANY(?::text[])', filter.destinationIdsIn);
   }
-  // A replay opens a fresh retry window: the old one has run out by definition.
-  const r = await pool.query(
-    queued(`UPDATE deliveries SET status = 'pending', trigger = 'manual', next_attempt_at = $1, first_attempt_at = NULL, attempt_count = 0,
-       completed_at = NULL, dead_reason = NULL
-     WHERE ${where.join(' AND ')}`),
+  return { where, params };
+}
+
+/** How many dead letters `filter` takes now. */
+export async function countReplayable(pool: pg.Pool, filter: ReplayFilter): Promise<number> {
+  const found = replayWhere(filter, 1);
+  if (!found) return 0;
+  const { rows } = await pool.query<{ n: number }>(`SELECT COUNT(*)::bigint AS n FROM deliveries WHERE ${found.where.join(' AND ')}`, found.params);
+  return rows[0]!.n;
+}
+
+/**
+ * Puts the dead letters `filter` takes back in line (a delivery row pending again, and its
+ * queue row), due at `nowMs`: all of them, or with `paging`, at most `paging.limit` of those after
+ * `paging.afterId`, in id order. Resolves with how many, and the highest id replayed (0 for none).
+ */
+export async function replay(
+  db: pg.Pool | pg.PoolClient,
+  filter: ReplayFilter,
+  nowMs: number,
+  paging?: { afterId: number; limit: number },
+): Promise<{ replayed: number; lastId: number }> {
+  const found = replayWhere(filter, 2);
+  if (!found) return { replayed: 0, lastId: 0 };
+  const params: unknown[] = [nowMs, ...found.params];
+  let taken = found.where.join(' AND ');
+  let page = '';
+  if (paging) {
+    params.push(paging.afterId, paging.limit);
+    // A CTE, read once: as a subquery of the UPDATE, the page could be read again for each row
+    // updated, each time past the rows already locked and updated, until it took every row.
+    page = `page AS (SELECT id FROM deliveries WHERE ${taken} AND id > $${params.length - 1} ORDER BY id LIMIT $${params.length} FOR UPDATE), `;
+    taken = 'id IN (SELECT id FROM page)';
+  }
+  // A replay opens a fresh retry window: the old one has run out by definition. The `LIKE`
+  // patterns of an error class escape with a backslash, PostgreSQL's default.
+  const { rows } = await db.query<{ n: number; last: number }>(
+    `WITH ${page}d AS (
+       UPDATE deliveries SET status = 'pending', trigger = 'manual', next_attempt_at = $1, first_attempt_at = NULL, attempt_count = 0,
+         completed_at = NULL, dead_reason = NULL
+       WHERE ${taken}
+       RETURNING id, destination_id, next_attempt_at
+     ), q AS (
+       INSERT INTO delivery_queue (delivery_id, destination_id, next_attempt_at) SELECT id, destination_id, next_attempt_at FROM d
+     )
+     SELECT COUNT(*)::bigint AS n, COALESCE(MAX(id), 0)::bigint AS last FROM d`,
     params,
   );
-  return r.rowCount ?? 0;
+  return { replayed: rows[0]!.n, lastId: rows[0]!.last };
 }

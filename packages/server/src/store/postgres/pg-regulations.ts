@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { defaultPurgeBatchSize, LinkedIdentities, type RegulationPlan } from '../../model/regulation-plan.js';
-import type { AffectedSources, DeleteNotice, ExecuteRegulationArgs, Regulation, RegulationsStore } from '../regulations-store.js';
+import type { AffectedSources, DeleteNotice, ExecuteRegulationArgs, Regulation, RegulationCursor, RegulationsStore } from '../regulations-store.js';
 import { toRegulation, type RegulationRow } from '../rows.js';
 import { deleteDeliveries, insertLoose } from './pg-delivery-rows.js';
 import { inTransaction } from './pg-pools.js';
@@ -42,6 +42,25 @@ export class PgRegulations implements RegulationsStore {
   async getRegulation(id: string): Promise<Regulation | null> {
     const { rows } = await this.pool.query<RegulationRow>(`SELECT * FROM regulations WHERE id = $1`, [id]);
     return rows[0] ? toRegulation(rows[0]) : null;
+  }
+
+  async listRegulations(args: { status?: Regulation['status']; after?: RegulationCursor; limit: number }): Promise<Regulation[]> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (args.status) {
+      params.push(args.status);
+      where.push(`status = $${params.length}`);
+    }
+    if (args.after) {
+      params.push(args.after.createdAtMs, args.after.id);
+      where.push(`(created_at, id) < ($${params.length - 1}, $${params.length})`);
+    }
+    params.push(args.limit);
+    const { rows } = await this.pool.query<RegulationRow>(
+      `SELECT * FROM regulations ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY created_at DESC, id DESC LIMIT $${params.length}`,
+      params,
+    );
+    return rows.map(toRegulation);
   }
 
   async pendingRegulations(): Promise<Regulation[]> {

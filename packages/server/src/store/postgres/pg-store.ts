@@ -4,14 +4,15 @@ import type { StoredCatalog } from '../catalog-store.js';
 import type { ClaimedDelivery, ClaimRequest, Completion, HeldLease, NewDelivery, ReplayFilter } from '../delivery-queue.js';
 import type { DeliveryDetail, DeliveryFilter, DeliveryView } from '../delivery-reads.js';
 import type { IngestOutcome, IngestWrite, RejectionCount, RejectionView } from '../event-log.js';
-import type { ExecuteRegulationArgs, Regulation } from '../regulations-store.js';
+import type { ExecuteRegulationArgs, Regulation, RegulationCursor } from '../regulations-store.js';
+import type { ReplayJobBatchArgs, ReplayJobCursor, ReplayJobRecord } from '../replay-jobs-store.js';
 import type { Store, StoreStats } from '../store.js';
 import type { Clock } from '../../util/clock.js';
 import { PgAudienceStore } from './pg-audience-store.js';
 import { PgCatalog } from './pg-catalog.js';
 import { claim, nextDueAt } from './pg-claim.js';
 import { PgCompletions } from './pg-complete.js';
-import { abandonPending, replay } from './pg-dead-letters.js';
+import { abandonPending, countReplayable, replay } from './pg-dead-letters.js';
 import { PgDeliveryReads } from './pg-delivery-reads.js';
 import { insertLoose } from './pg-delivery-rows.js';
 import { PgEventLog } from './pg-event-log.js';
@@ -19,6 +20,7 @@ import { isPgUnavailable } from './pg-failure.js';
 import { migrate } from './pg-migrate.js';
 import { createPools, endPools, type PgPools } from './pg-pools.js';
 import { PgRegulations } from './pg-regulations.js';
+import { PgReplayJobs } from './pg-replay-jobs.js';
 import { releaseLeases } from './pg-release.js';
 
 /** Options of the PostgreSQL store. */
@@ -59,6 +61,7 @@ export class PgStore implements Store {
   private readonly completions: PgCompletions;
   private readonly reads: PgDeliveryReads;
   private readonly regulations: PgRegulations;
+  private readonly replayJobs: PgReplayJobs;
   private readonly catalog: PgCatalog;
 
   private constructor(
@@ -70,6 +73,7 @@ export class PgStore implements Store {
     this.reads = new PgDeliveryReads(pools.main);
     this.regulations = new PgRegulations(pools.main, options);
     this.catalog = new PgCatalog(pools.main);
+    this.replayJobs = new PgReplayJobs(pools.main);
     this.audiences = new PgAudienceStore(pools.main);
   }
 
@@ -118,8 +122,31 @@ export class PgStore implements Store {
     if (deliveries.length === 0) return;
     await insertLoose(this.pools.main, deliveries, nowMs);
   }
-  replay(filter: ReplayFilter, nowMs: number): Promise<number> {
-    return replay(this.pools.main, filter, nowMs);
+  async replay(filter: ReplayFilter, nowMs: number): Promise<number> {
+    return (await replay(this.pools.main, filter, nowMs)).replayed;
+  }
+  countReplayable(filter: ReplayFilter): Promise<number> {
+    return countReplayable(this.pools.main, filter);
+  }
+
+  // replay jobs (pg-replay-jobs.ts)
+  createReplayJob(args: { id: string; filter: ReplayFilter; total: number; nowMs: number }): Promise<ReplayJobRecord> {
+    return this.replayJobs.createReplayJob(args);
+  }
+  getReplayJob(id: string): Promise<ReplayJobRecord | null> {
+    return this.replayJobs.getReplayJob(id);
+  }
+  listReplayJobs(args: { after?: ReplayJobCursor; limit: number }): Promise<ReplayJobRecord[]> {
+    return this.replayJobs.listReplayJobs(args);
+  }
+  runningReplayJobs(): Promise<ReplayJobRecord[]> {
+    return this.replayJobs.runningReplayJobs();
+  }
+  replayJobBatch(args: ReplayJobBatchArgs): Promise<ReplayJobRecord | null> {
+    return this.replayJobs.replayJobBatch(args);
+  }
+  failReplayJob(id: string, error: string, nowMs: number): Promise<void> {
+    return this.replayJobs.failReplayJob(id, error, nowMs);
   }
 
   // delivery reads (pg-delivery-reads.ts)
@@ -136,6 +163,9 @@ export class PgStore implements Store {
   }
   getRegulation(id: string): Promise<Regulation | null> {
     return this.regulations.getRegulation(id);
+  }
+  listRegulations(args: { status?: Regulation['status']; after?: RegulationCursor; limit: number }): Promise<Regulation[]> {
+    return this.regulations.listRegulations(args);
   }
   pendingRegulations(): Promise<Regulation[]> {
     return this.regulations.pendingRegulations();

@@ -1,9 +1,9 @@
 import type Database from 'better-sqlite3';
 import type { AudienceDefinition, AudienceKind, AudienceRecord, MembershipChange, SyncOutcome, TraitScalar } from '../../model/audience.js';
-import type { AudienceStore } from '../audience-store.js';
+import type { AudienceMember, AudienceStore } from '../audience-store.js';
 import type { NewDelivery } from '../delivery-queue.js';
 import type { SqliteDeliveryRows } from './sqlite-delivery-rows.js';
-import { dayMs, diffMembers, selectAudience, settleLeavers, syncOutcome, toRecord, type AudienceRow, type StoredConfig } from '../audience-rows.js';
+import { dayMs, diffMembers, selectAudience, settleLeavers, storedConfig, syncOutcome, toMember, toRecord, type AudienceRow } from '../audience-rows.js';
 
 /**
  * How json_each reports a trait's JSON type, and the SQL value to compare with. Types are
@@ -73,7 +73,7 @@ export class SqliteAudienceStore implements AudienceStore {
   ) {}
 
   async create(definition: AudienceDefinition, nowMs: number): Promise<boolean> {
-    const config: StoredConfig = { destinationIds: definition.destinationIds, sourceIds: definition.sourceIds, rule: definition.rule };
+    const config = storedConfig(definition);
     const result = this.db
       .prepare(`INSERT INTO audiences (id, kind, name, config, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`)
       .run(definition.id, definition.kind, definition.name, JSON.stringify(config), nowMs);
@@ -92,6 +92,22 @@ export class SqliteAudienceStore implements AudienceStore {
   async list(kind: AudienceKind): Promise<AudienceRecord[]> {
     const rows = this.db.prepare(`${selectAudience} WHERE a.kind = ? ORDER BY a.id`).all(kind) as AudienceRow[];
     return rows.map(toRecord);
+  }
+
+  async update(definition: AudienceDefinition): Promise<boolean> {
+    const result = this.db
+      .prepare(`UPDATE audiences SET name = ?, config = ? WHERE id = ? AND kind = ?`)
+      .run(definition.name, JSON.stringify(storedConfig(definition)), definition.id, definition.kind);
+    return result.changes === 1;
+  }
+
+  async members(id: string, args: { afterUserId?: string; limit: number }): Promise<AudienceMember[]> {
+    const after = args.afterUserId === undefined ? '' : 'AND user_id > ?';
+    const params = args.afterUserId === undefined ? [] : [args.afterUserId];
+    const rows = this.db
+      .prepare(`SELECT user_id, value FROM audience_members WHERE audience_id = ? ${after} ORDER BY user_id LIMIT ?`)
+      .all(id, ...params, args.limit) as { user_id: string; value: string }[];
+    return rows.map(toMember);
   }
 
   async delete(id: string): Promise<boolean> {

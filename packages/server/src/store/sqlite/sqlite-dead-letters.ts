@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { ReplayFilter } from '../delivery-queue.js';
+import { errorClassPatterns } from '../delivery-search.js';
 import type { LeaseTable } from './lease-table.js';
 import type { SqliteDeliveryRows } from './sqlite-delivery-rows.js';
 
@@ -25,12 +26,12 @@ export function abandonPending(db: Database.Database, leases: LeaseTable, delive
   return abandoned + notices.filter((n) => n.status === 'pending').length;
 }
 
-/** Puts the dead letters `filter` takes back in line, due at `nowMs`. Returns how many. */
-export function replay(db: Database.Database, leases: LeaseTable, filter: ReplayFilter, nowMs: number): number {
+/** The conditions of the dead letters `filter` takes, or null when it takes none. */
+function replayWhere(filter: ReplayFilter): { where: string[]; params: unknown[] } | null {
   const where = [`status = 'dead'`];
-  const params: unknown[] = [nowMs];
+  const params: unknown[] = [];
   if (filter.ids) {
-    if (filter.ids.length === 0) return 0;
+    if (filter.ids.length === 0) return null;
     where.push(`id IN (${filter.ids.map(() => '?').join(',')})`);
     params.push(...filter.ids);
   }
@@ -42,22 +43,58 @@ export function replay(db: Database.Database, leases: LeaseTable, filter: Replay
     where.push('completed_at >= ?');
     params.push(filter.sinceMs);
   }
+  if (filter.untilMs !== undefined) {
+    where.push('completed_at < ?');
+    params.push(filter.untilMs);
+  }
+  if (filter.errorClass !== undefined) {
+    const patterns = errorClassPatterns(filter.errorClass);
+    where.push(`(${patterns.map(() => `last_error LIKE ? ESCAPE '\\'`).join(' OR ')})`);
+    params.push(...patterns);
+  }
   if (filter.destinationIdsIn) {
-    if (filter.destinationIdsIn.length === 0) return 0;
+    if (filter.destinationIdsIn.length === 0) return null;
     where.push(`destination_id IN (${filter.destinationIdsIn.map(() => '?').join(',')})`);
     params.push(...filter.destinationIdsIn);
+  }
+  return { where, params };
+}
+
+/** How many dead letters `filter` takes now. */
+export function countReplayable(db: Database.Database, filter: ReplayFilter): number {
+  const found = replayWhere(filter);
+  if (!found) return 0;
+  return db
+    .prepare<unknown[], number>(`SELECT COUNT(*) FROM deliveries WHERE ${found.where.join(' AND ')}`)
+    .pluck()
+    .get(...found.params)!;
+}
+
+/**
+ * Puts the dead letters `filter` takes back in line, due at `nowMs`: all of them, or with
+ * `page`, at most `page.limit` of those after `page.afterId`, in id order. Returns their ids.
+ */
+export function replay(db: Database.Database, leases: LeaseTable, filter: ReplayFilter, nowMs: number, page?: { afterId: number; limit: number }): number[] {
+  const found = replayWhere(filter);
+  if (!found) return [];
+  const { where } = found;
+  let { params } = found;
+  let paging = '';
+  if (page) {
+    paging = `AND id IN (SELECT id FROM deliveries WHERE ${where.join(' AND ')} AND id > ? ORDER BY id LIMIT ?)`;
+    params = [...params, ...params, page.afterId, page.limit];
   }
   // A replay opens a fresh retry window: the old one has run out by definition.
   const replayed = db
     .prepare<unknown[], number>(
       `UPDATE deliveries SET status = 'pending', trigger = 'manual', next_attempt_at = ?, first_attempt_at = NULL, attempt_count = 0,
          completed_at = NULL, dead_reason = NULL, lease_owner = NULL
-       WHERE ${where.join(' AND ')} RETURNING id`,
+       WHERE ${where.join(' AND ')} ${paging} RETURNING id`,
     )
     .pluck()
-    .all(...params);
+    .all(nowMs, ...params);
   // A dead job may still be held by a worker whose outcome is on its way (a destination
   // deleted mid-attempt): that outcome belongs to the old window, not to the replayed job.
   for (const id of replayed) leases.unhold(id);
-  return replayed.length;
+  return replayed;
 }

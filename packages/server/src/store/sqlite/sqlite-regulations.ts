@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { defaultPurgeBatchSize, LinkedIdentities, type RegulationPlan } from '../../model/regulation-plan.js';
-import type { DeleteNotice, ExecuteRegulationArgs, Regulation, RegulationsStore } from '../regulations-store.js';
+import type { DeleteNotice, ExecuteRegulationArgs, Regulation, RegulationCursor, RegulationsStore } from '../regulations-store.js';
 import { toRegulation, type RegulationRow } from '../rows.js';
 import type { CoalescedTask } from '../coalesced-task.js';
 import type { SqliteDeliveryRows } from './sqlite-delivery-rows.js';
@@ -28,6 +28,23 @@ export class SqliteRegulations implements RegulationsStore {
   async getRegulation(id: string): Promise<Regulation | null> {
     const row = this.db.prepare(`SELECT * FROM regulations WHERE id = ?`).get(id) as RegulationRow | undefined;
     return row ? toRegulation(row) : null;
+  }
+
+  async listRegulations(args: { status?: Regulation['status']; after?: RegulationCursor; limit: number }): Promise<Regulation[]> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (args.status) {
+      where.push('status = ?');
+      params.push(args.status);
+    }
+    if (args.after) {
+      where.push('(created_at < ? OR (created_at = ? AND id < ?))');
+      params.push(args.after.createdAtMs, args.after.createdAtMs, args.after.id);
+    }
+    const rows = this.db
+      .prepare(`SELECT * FROM regulations ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY created_at DESC, id DESC LIMIT ?`)
+      .all(...params, args.limit) as RegulationRow[];
+    return rows.map(toRegulation);
   }
 
   async pendingRegulations(): Promise<Regulation[]> {

@@ -5,7 +5,8 @@ import type { StoredCatalog } from '../catalog-store.js';
 import type { ClaimedDelivery, ClaimRequest, Completion, HeldLease, NewDelivery, ReplayFilter } from '../delivery-queue.js';
 import type { DeliveryDetail, DeliveryFilter, DeliveryView } from '../delivery-reads.js';
 import type { IngestOutcome, IngestWrite, RejectionCount, RejectionView } from '../event-log.js';
-import type { ExecuteRegulationArgs, Regulation } from '../regulations-store.js';
+import type { ExecuteRegulationArgs, Regulation, RegulationCursor } from '../regulations-store.js';
+import type { ReplayJobBatchArgs, ReplayJobCursor, ReplayJobRecord } from '../replay-jobs-store.js';
 import type { Store, StoreStats } from '../store.js';
 import { CoalescedTask } from '../coalesced-task.js';
 import { systemClock, timersOf, type Clock } from '../../util/clock.js';
@@ -17,12 +18,13 @@ import { SqliteCatalog } from './sqlite-catalog.js';
 import { SqliteClaims } from './sqlite-claim.js';
 import { SqliteCompletions } from './sqlite-completion.js';
 import { openConnection, truncateWal } from './sqlite-connection.js';
-import { abandonPending, replay } from './sqlite-dead-letters.js';
+import { abandonPending, countReplayable, replay } from './sqlite-dead-letters.js';
 import { SqliteDeliveryReads } from './sqlite-delivery-reads.js';
 import { SqliteDeliveryRows } from './sqlite-delivery-rows.js';
 import { SqliteEventLog } from './sqlite-event-log.js';
 import { isSqliteUnavailable } from './sqlite-failure.js';
 import { SqliteRegulations } from './sqlite-regulations.js';
+import { SqliteReplayJobs } from './sqlite-replay-jobs.js';
 import { WriteProbe } from './write-probe.js';
 
 /** Options of the SQLite store. */
@@ -75,6 +77,7 @@ export class SqliteStore implements Store {
   private readonly completions: SqliteCompletions;
   private readonly reads: SqliteDeliveryReads;
   private readonly regulations: SqliteRegulations;
+  private readonly replayJobs: SqliteReplayJobs;
   private readonly catalog: SqliteCatalog;
   private readonly walTruncation: CoalescedTask;
 
@@ -100,6 +103,7 @@ export class SqliteStore implements Store {
       this.reads = new SqliteDeliveryReads(this.db, this.leases);
       this.regulations = new SqliteRegulations(this.db, this.deliveries, this.walTruncation);
       this.catalog = new SqliteCatalog(this.db);
+      this.replayJobs = new SqliteReplayJobs(this.db, this.leases);
       this.audiences = new SqliteAudienceStore(this.db, this.deliveries);
     } catch (error) {
       // Nothing half-open stays behind, least of all the lock: the next try must not find it taken.
@@ -146,7 +150,30 @@ export class SqliteStore implements Store {
     })();
   }
   async replay(filter: ReplayFilter, nowMs: number): Promise<number> {
-    return replay(this.db, this.leases, filter, nowMs);
+    return this.db.transaction(() => replay(this.db, this.leases, filter, nowMs).length)();
+  }
+  async countReplayable(filter: ReplayFilter): Promise<number> {
+    return countReplayable(this.db, filter);
+  }
+
+  // replay jobs (sqlite-replay-jobs.ts)
+  createReplayJob(args: { id: string; filter: ReplayFilter; total: number; nowMs: number }): Promise<ReplayJobRecord> {
+    return this.replayJobs.createReplayJob(args);
+  }
+  getReplayJob(id: string): Promise<ReplayJobRecord | null> {
+    return this.replayJobs.getReplayJob(id);
+  }
+  listReplayJobs(args: { after?: ReplayJobCursor; limit: number }): Promise<ReplayJobRecord[]> {
+    return this.replayJobs.listReplayJobs(args);
+  }
+  runningReplayJobs(): Promise<ReplayJobRecord[]> {
+    return this.replayJobs.runningReplayJobs();
+  }
+  replayJobBatch(args: ReplayJobBatchArgs): Promise<ReplayJobRecord | null> {
+    return this.replayJobs.replayJobBatch(args);
+  }
+  failReplayJob(id: string, error: string, nowMs: number): Promise<void> {
+    return this.replayJobs.failReplayJob(id, error, nowMs);
   }
 
   // delivery reads (sqlite-delivery-reads.ts)
@@ -163,6 +190,9 @@ export class SqliteStore implements Store {
   }
   getRegulation(id: string): Promise<Regulation | null> {
     return this.regulations.getRegulation(id);
+  }
+  listRegulations(args: { status?: Regulation['status']; after?: RegulationCursor; limit: number }): Promise<Regulation[]> {
+    return this.regulations.listRegulations(args);
   }
   pendingRegulations(): Promise<Regulation[]> {
     return this.regulations.pendingRegulations();
