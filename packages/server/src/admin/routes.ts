@@ -16,8 +16,6 @@ export interface AdminDeps {
   catalog: Catalog;
   clock: Clock;
   regulations: RegulationRunner;
-  /** SHA-256 of the admin token; the token itself is never kept. */
-  adminTokenHash: Buffer;
   /** Called when jobs became due (a replay), so the worker looks at once. */
   onQueued?: () => void;
 }

@@ -2,6 +2,7 @@ import * as init from './001-init.js';
 import * as audiences from './002-audiences.js';
 import * as deletion from './003-deletion.js';
 import * as linkedIdentities from './004-linked-identities.js';
+import * as tokensAndAudit from './006-tokens-and-audit.js';
 
 /** Numbered migrations, applied in order; `PRAGMA user_version` records how many ran. */
 export const migrations: { version: number; sql: string }[] = [
@@ -9,4 +10,5 @@ export const migrations: { version: number; sql: string }[] = [
   { version: 2, sql: audiences.sql },
   { version: 3, sql: deletion.sql },
   { version: 4, sql: linkedIdentities.sql },
+  { version: 6, sql: tokensAndAudit.sql },
 ];
