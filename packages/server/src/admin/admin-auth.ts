@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { FerryError } from '../errors/error-codes.js';
 import type { TokenScope } from '../store/token-store.js';
