@@ -4,6 +4,7 @@ import pino, { type LevelWithSilent, type Logger } from 'pino';
 import { registerAdminApi } from './admin/admin-api.js';
 import { assertStrongAdminToken } from './admin/admin-auth.js';
 import { adminTokenInForce } from './admin/admin-token.js';
+import { AdminTokens, defaultTokenCacheMs } from './admin/admin-tokens.js';
 import { AudienceSync } from './audiences/audience-sync.js';
 import { defaultHttpServerSettings, defaultProcessSettings, type HttpServerSettings } from './config/defaults.js';
 import type { FerryConfig } from './config/model.js';
@@ -79,12 +80,51 @@ export interface FerryOptions {
   replay?: Partial<ReplaySettings>;
   /** Start the delivery loop with `start()`. Tests that drive the worker by hand turn it off. Default true. */
   deliver?: boolean;
+  /**
+   * A listener of its own for the admin API (and `/metrics`), e.g. on a loopback or internal
+   * address (`ferry serve`: `--admin-port`, `--admin-host`): those paths then answer only
+   * there, and 404 on the public listener, as unknown paths do; `/health` answers on both.
+   * `host` defaults to `127.0.0.1`. Default none: one listener serves everything.
+   */
+  admin?: AdminListenerOptions;
+  /**
+   * How long a token made through the admin API is trusted without asking the store again:
+   * the bound within which a token revoked on another node is refused here (the node that
+   * revokes refuses it at once). Default {@link defaultTokenCacheMs} (2000 ms).
+   */
+  tokenCacheMs?: number;
+}
+
+/** Where the admin listener listens; see {@link FerryOptions.admin}. */
+export interface AdminListenerOptions {
+  /** 0: any free port. */
+  port: number;
+  /** Default `127.0.0.1`. */
+  host?: string;
+}
+
+/** Where the public listener listens; see {@link Ferry.start}. */
+export interface ListenOptions {
+  /** 0: any free port. */
+  port: number;
+  /** Default `127.0.0.1`. */
+  host?: string;
+}
+
+/** The base URLs of a started server. */
+export interface FerryUrls {
+  /** The public listener: ingestion and `/health` (and everything else without an admin listener). */
+  url: string;
+  /** Where `/admin` answers: the admin listener's URL, or `url` when there is none. */
+  adminUrl: string;
 }
 
 /** A running (or ready to run) Ferry server. */
 export interface Ferry {
-  /** The HTTP server: ingestion, admin API, health. */
+  /** The HTTP server: ingestion, health, and the admin API unless it has a listener of its own. */
   readonly app: FastifyInstance;
+  /** The HTTP server of the admin API (and `/metrics`): `app` itself, unless `admin` gave it a listener of its own. */
+  readonly adminApp: FastifyInstance;
   readonly store: Store;
   /** Sources and destinations in force, kept in step with the store. */
   readonly catalog: Catalog;
@@ -110,8 +150,13 @@ export interface Ferry {
    * is stored once `start()` listens: a server that never listened leaves none behind.
    */
   readonly generatedAdminToken: string | undefined;
-  /** Listens on the port (0: any free one) and starts delivering; resolves with the base URL. */
+  /**
+   * Listens on the port (0: any free one), and on the admin listener's when there is one, and
+   * starts delivering; resolves with the public base URL.
+   */
   start(port: number, host?: string): Promise<string>;
+  /** As {@link start} with a port, resolving with both base URLs. */
+  start(listen: ListenOptions): Promise<FerryUrls>;
   /**
    * Drains and stops: readiness fails and new requests get 503 at once, attempts and requests
    * in flight finish, held jobs go back to the queue, then the listener and the store close.
@@ -164,26 +209,76 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   const audiences = new AudienceSync({ audiences: store.audiences, catalog, clock, logger, settings: config.audiences, onQueued: wake, events });
 
   const app = createHttpServer({ limits, trustProxy: options.trustProxy ?? false, logger });
-  const lifecycle = new Lifecycle({ app, worker, audiences, regulations, replayJobs, sender, store, events, onStopping: () => catalog.stopRefreshing() });
-  app.addHook('onRequest', lifecycle.refuseWhileDraining);
-  guardBodyDeadlines(app, limits.bodyTimeoutMs);
-  answerErrors(app, { logger, isStoreUnavailable: (error) => store.isUnavailable(error) });
-  await healthRoutes(app, { store, events, draining: () => lifecycle.draining });
+  // The admin listener is a server of its own, with the same limits: nothing of /admin is reachable on the public one.
+  const adminApp = options.admin ? createHttpServer({ limits, trustProxy: options.trustProxy ?? false, logger }) : app;
+  const servers = adminApp === app ? [app] : [app, adminApp];
+  const lifecycle = new Lifecycle({
+    app,
+    adminApp: adminApp === app ? undefined : adminApp,
+    worker,
+    audiences,
+    regulations,
+    replayJobs,
+    sender,
+    store,
+    events,
+    onStopping: () => catalog.stopRefreshing(),
+  });
+  for (const server of servers) {
+    server.addHook('onRequest', lifecycle.refuseWhileDraining);
+    guardBodyDeadlines(server, limits.bodyTimeoutMs);
+    answerErrors(server, { logger, isStoreUnavailable: (error) => store.isUnavailable(error), adminElsewhere: server !== adminApp });
+  }
+  await healthRoutes(servers, { store, events, draining: () => lifecycle.draining });
   const ingestBodyBudget = new BodyBudget(limits.ingestBodyBudgetBytes);
   await app.register(async (scope) => ingestRoutes(scope, { store, catalog, clock, events, onCommitted: wake }, ingestBodyBudget));
-  await registerAdminApi(app, {
+  // What answers on the admin listener only (when there is one): the admin API, and beside it GET /metrics.
+  const tokens = new AdminTokens({ store: store.tokens, bootstrapHash: adminToken.hash, clock, cacheMs: options.tokenCacheMs ?? defaultTokenCacheMs, logger });
+  await registerAdminApi(adminApp, {
     store,
     catalog,
     clock,
     regulations,
     replay: { jobs: replayJobs, settings: replaySettings },
-    adminTokenHash: adminToken.hash,
     onQueued: wake,
     audiences: { store: store.audiences, sync: audiences },
+    tokens,
+    logger,
   });
+
+  const listen = async (port: number, host: string): Promise<FerryUrls> => {
+    const url = (await app.listen({ port, host })).replace('[::1]', 'localhost');
+    if (adminApp === app) return { url, adminUrl: url };
+    try {
+      const adminUrl = await adminApp.listen({ port: options.admin!.port, host: options.admin!.host ?? '127.0.0.1' });
+      return { url, adminUrl: adminUrl.replace('[::1]', 'localhost') };
+    } catch (error) {
+      // Not half started: the public listener goes too (a port in use is the usual reason).
+      await app.close();
+      throw error;
+    }
+  };
+
+  async function start(port: number, host?: string): Promise<string>;
+  async function start(listenOn: ListenOptions): Promise<FerryUrls>;
+  async function start(portOrListen: number | ListenOptions, host?: string): Promise<string | FerryUrls> {
+    const where = typeof portOrListen === 'number' ? { port: portOrListen, host } : portOrListen;
+    const urls = await listen(where.port, where.host ?? '127.0.0.1');
+    await adminToken.store();
+    await regulations.resumePending();
+    await replayJobs.resumeRunning();
+    const refreshMs = options.catalogRefreshMs ?? (store.kind === 'postgres' ? 5000 : 0);
+    if (refreshMs > 0) catalog.refreshEvery(refreshMs, logger);
+    if (options.deliver !== false) {
+      worker.start();
+      audiences.start();
+    }
+    return typeof portOrListen === 'number' ? urls.url : urls;
+  }
 
   return {
     app,
+    adminApp,
     store,
     catalog,
     worker,
@@ -194,19 +289,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     events,
     ingestBodyBudget,
     generatedAdminToken: adminToken.generated,
-    async start(port, host = '127.0.0.1') {
-      const address = await app.listen({ port, host });
-      await adminToken.store();
-      await regulations.resumePending();
-      await replayJobs.resumeRunning();
-      const refreshMs = options.catalogRefreshMs ?? (store.kind === 'postgres' ? 5000 : 0);
-      if (refreshMs > 0) catalog.refreshEvery(refreshMs, logger);
-      if (options.deliver !== false) {
-        worker.start();
-        audiences.start();
-      }
-      return address.replace('[::1]', 'localhost');
-    },
+    start,
     stop: (stopOptions) => lifecycle.stop(stopOptions),
   };
 }

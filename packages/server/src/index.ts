@@ -2,7 +2,7 @@
  * The Ferry server as a library: build one with {@link createFerry}, or run `ferry serve`.
  * @packageDocumentation
  */
-export { createFerry, type Ferry, type FerryOptions } from './app.js';
+export { createFerry, type Ferry, type FerryOptions, type AdminListenerOptions, type ListenOptions, type FerryUrls } from './app.js';
 export type { StopOptions } from './lifecycle/lifecycle.js';
 export type { FerryConfig, SourceConfig, DestinationConfig, DeliverySettings, RetrySettings, NetworkSettings, AudienceSettings } from './config/model.js';
 export type { WebhookEntry, WebhooksSettings } from './destinations/webhooks/settings.js';

@@ -1,13 +1,20 @@
 import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { destinationRedactor, redactSource } from '../config/redact.js';
 import type { AudienceStore } from '../store/audience-store.js';
 import type { AudienceSync } from '../audiences/audience-sync.js';
 import { notFound } from '../http/not-found.js';
+import type { AudienceKind } from '../model/audience.js';
 import { requireAdminToken } from './admin-auth.js';
-import { audienceRoutes } from './audience-routes.js';
+import type { AdminTokens } from './admin-tokens.js';
+import { auditChanges, type ObjectReader } from './audit.js';
+import { auditRoutes } from './audit-routes.js';
+import { audienceRoutes, toView as audienceView } from './audience-routes.js';
 import { deliveryRoutes } from './delivery-routes.js';
 import { regulationRoutes } from './regulation-routes.js';
 import { replayRoutes } from './replay-routes.js';
 import { adminRoutes, type AdminDeps } from './routes.js';
+import { tokenRoutes, tokenView } from './token-routes.js';
 import { refuseUnknownKeys } from './unknown-keys.js';
 
 declare module 'fastify' {
@@ -17,9 +24,12 @@ declare module 'fastify' {
   }
 }
 
-/** What the whole admin surface needs: the admin routes' dependencies, plus audiences. */
+/** What the whole admin surface needs: the admin routes' dependencies, plus audiences, tokens and the log. */
 export interface AdminApiDeps extends AdminDeps {
   audiences: { store: AudienceStore; sync: AudienceSync };
+  /** The tokens in force: the bootstrap token and those made through the API. */
+  tokens: AdminTokens;
+  logger: Logger;
 }
 
 /** The path every admin route lives under. */
@@ -28,16 +38,18 @@ export const adminPrefix = '/admin';
 /**
  * Everything under `/admin`: the token is checked before anything else, unknown paths
  * included, so that the admin surface cannot be mapped without it (an unknown path answers
- * 404 only to a caller holding the token). A query parameter a route does not list in its
- * `config.query` is refused, on every route.
+ * 404 only to a caller holding the token); then its scope (a `read` token only reads). A
+ * query parameter a route does not list in its `config.query` is refused, on every route.
+ * Every change is written to the audit log (`audit.ts`), on every route.
  */
 export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps): Promise<void> {
   await app.register(
     async (admin) => {
-      admin.addHook('onRequest', requireAdminToken(deps.adminTokenHash));
+      admin.addHook('onRequest', requireAdminToken(deps.tokens));
       admin.addHook('preValidation', async (request) => {
         if (!request.is404) refuseUnknownKeys(request.query as object, request.routeOptions.config.query ?? [], 'query parameter');
       });
+      auditChanges(admin, { log: deps.store.audit, clock: deps.clock, logger: deps.logger, readers: auditReaders(deps) });
       // The media type of RFC 7396, which PATCH /destinations/{id} implements; read as JSON.
       admin.addContentTypeParser('application/merge-patch+json', { parseAs: 'string' }, admin.getDefaultJsonParser('error', 'error'));
       admin.setNotFoundHandler((request, reply) => reply.code(404).send(notFound(request.method, request.url).toBody()));
@@ -48,10 +60,38 @@ export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps)
           await replayRoutes(v1, { ...deps, jobs: deps.replay.jobs, settings: deps.replay.settings });
           await regulationRoutes(v1, deps);
           await audienceRoutes(v1, { audiences: deps.audiences.store, sync: deps.audiences.sync, catalog: deps.catalog, clock: deps.clock });
+          await tokenRoutes(v1, deps.tokens);
+          await auditRoutes(v1, deps.store.audit);
         },
         { prefix: '/v1' },
       );
     },
     { prefix: adminPrefix },
   );
+}
+
+/** How the audit log reads an object's before and after: as the admin API shows it, secrets hidden. */
+function auditReaders(deps: AdminApiDeps): Record<string, ObjectReader> {
+  const { catalog } = deps;
+  const redactDestination = destinationRedactor(catalog.types);
+  const audience = (kind: AudienceKind) => async (id: string) => {
+    const found = await deps.audiences.store.get(id);
+    return found?.kind === kind ? audienceView(found) : null;
+  };
+  return {
+    source: (id) => {
+      const source = catalog.source(id);
+      return source && redactSource(source);
+    },
+    destination: (id) => {
+      const destination = catalog.destination(id);
+      return destination && redactDestination(destination);
+    },
+    token: async (id) => {
+      const token = await deps.tokens.get(id);
+      return token && tokenView(token);
+    },
+    audience: audience('audience'),
+    'computed-trait': audience('computed_trait'),
+  };
 }

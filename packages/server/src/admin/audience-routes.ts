@@ -22,7 +22,7 @@ export interface AudienceRouteDeps {
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 /** An audience as the admin API shows it; `trait` is the key its identify calls carry. */
-function toView(a: AudienceRecord) {
+export function toView(a: AudienceRecord) {
   return {
     id: a.id,
     kind: a.kind,

@@ -19,8 +19,6 @@ export interface AdminDeps {
   regulations: RegulationRunner;
   /** Bulk replays run as jobs, and when a replay becomes one. */
   replay: { jobs: ReplayJobRunner; settings: ReplaySettings };
-  /** SHA-256 of the admin token; the token itself is never kept. */
-  adminTokenHash: Buffer;
   /** Called when jobs became due (a replay), so the worker looks at once. */
   onQueued?: () => void;
 }

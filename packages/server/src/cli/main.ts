@@ -16,6 +16,8 @@ program
   .option('-d, --data <dir>', 'data directory of the embedded store (env FERRY_DATA_DIR; default ./.ferry)')
   .option('--host <address>', 'address to bind (env HOST; default 0.0.0.0)')
   .option('--drain-ms <ms>', 'after SIGTERM, answer new requests 503 for at least this long before closing (env FERRY_DRAIN_MS; default 5000)')
+  .option('--admin-port <n>', 'serve /admin (and /metrics) only on this port, not on --port (env FERRY_ADMIN_PORT; default: on --port)')
+  .option('--admin-host <address>', 'address of the admin port (env FERRY_ADMIN_HOST; default 127.0.0.1)')
   .action(serveCommand);
 
 program

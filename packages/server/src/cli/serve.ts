@@ -13,7 +13,7 @@ export async function startFromSettings(
   settings: Settings,
   env: NodeJS.ProcessEnv,
   override?: (config: FerryConfig) => FerryConfig,
-): Promise<{ ferry: Ferry; url: string }> {
+): Promise<{ ferry: Ferry; url: string; adminUrl: string }> {
   let config = applyEnvironment(loadConfigFile(settings.configPath, env), env);
   if (override) config = override(config);
   const store = settings.databaseUrl ? await openPostgres(settings.databaseUrl, settings.databaseSchema) : undefined;
@@ -25,6 +25,7 @@ export async function startFromSettings(
     logLevel: settings.logLevel,
     trustProxy: settings.trustProxy,
     http: settings.http,
+    admin: settings.admin,
   });
   ferry.logger.debug({ file: settings.configPath, config: redactConfig(config) }, 'configuration in force');
   const problem = publicDemoKeyProblem(settings.host, ferry.catalog.sources());
@@ -32,8 +33,8 @@ export async function startFromSettings(
     await ferry.stop();
     throw new Error(problem);
   }
-  const url = await ferry.start(settings.port, settings.host);
-  return { ferry, url };
+  const { url, adminUrl } = await ferry.start({ port: settings.port, host: settings.host });
+  return { ferry, url, adminUrl };
 }
 
 /** The PostgreSQL store named by DATABASE_URL; any other scheme is refused rather than ignored. */
@@ -57,13 +58,15 @@ export function displayUrl(url: string): string {
 export async function serveCommand(flags: ServeFlags): Promise<void> {
   const env = process.env;
   const settings = readSettings(flags, env);
-  const { ferry, url } = await startFromSettings(settings, env);
+  const { ferry, url, adminUrl } = await startFromSettings(settings, env);
   const print = (line: string) => process.stdout.write(line + '\n');
   // Before the banner: whoever reads it may send SIGTERM at once.
   stopOnSignals(ferry, print, settings.drainMs);
   const base = displayUrl(url);
   print(`Ferry listening on ${base} (store: ${ferry.store.kind === 'sqlite' ? `sqlite in ${settings.dataDir}` : 'postgres'})`);
   print(`  ingestion: POST ${base}/v1/batch  (Basic auth: a source's write key as user name)`);
+  const adminOnly = settings.admin ? ' (only on this listener)' : '';
+  print(`  admin API: ${displayUrl(adminUrl)}/admin/v1${adminOnly}  (Authorization: Bearer <admin token>)`);
   // What is live: the store's catalogue, where the file's entries were applied and admin-made ones live on.
   const ids = (list: { id: string }[]) => list.map((x) => x.id).join(', ') || 'none';
   print(`  sources: ${ids(ferry.catalog.sources())}; destinations: ${ids(ferry.catalog.destinations())}`);

@@ -9,6 +9,8 @@ export interface ServeFlags {
   data?: string;
   host?: string;
   drainMs?: string;
+  adminPort?: string;
+  adminHost?: string;
 }
 
 /** The pino levels `FERRY_LOG_LEVEL` may name. */
@@ -38,7 +40,15 @@ export interface Settings {
   trustProxy: boolean;
   /** `FERRY_MAX_CONNECTIONS_PER_ADDRESS` and `FERRY_INGEST_BODY_BUDGET_BYTES`, those that are set. */
   http: Partial<HttpServerSettings>;
+  /**
+   * The admin listener (`--admin-port`, `FERRY_ADMIN_PORT`; `--admin-host`, `FERRY_ADMIN_HOST`,
+   * default `127.0.0.1`); undefined without a port: one listener serves everything.
+   */
+  admin: { port: number; host: string } | undefined;
 }
+
+/** Where the admin listener binds when only its port is given: it is for operators, not the network. */
+export const defaultAdminHost = '127.0.0.1';
 
 /**
  * 4 MiB: its keyless quarter is above the most one request reserves (a gzip body and its
@@ -74,7 +84,23 @@ export function readSettings(flags: ServeFlags, env: NodeJS.ProcessEnv): Setting
     logLevel: logLevelFrom(env),
     trustProxy: switchFrom(env, 'FERRY_TRUST_PROXY') ?? false,
     http: httpLimitsFrom(env),
+    admin: adminListenerFrom(flags, env, port),
   };
+}
+
+/** The admin listener's port and host, checked: a host without a port, or the public port again, is an error. */
+function adminListenerFrom(flags: ServeFlags, env: NodeJS.ProcessEnv, publicPort: number): Settings['admin'] {
+  const rawPort = flags.adminPort ?? (env['FERRY_ADMIN_PORT'] || undefined);
+  const host = flags.adminHost ?? (env['FERRY_ADMIN_HOST'] || undefined);
+  if (rawPort === undefined) {
+    if (host !== undefined) throw new Error('the admin host (--admin-host, FERRY_ADMIN_HOST) needs an admin port (--admin-port, FERRY_ADMIN_PORT)');
+    return undefined;
+  }
+  const port = Number(rawPort);
+  if (rawPort.trim() === '' || !Number.isInteger(port) || port < 0 || port > 65535)
+    throw new Error(`the admin port (--admin-port, FERRY_ADMIN_PORT) must be an integer from 0 to 65535 (got ${rawPort})`);
+  if (port !== 0 && port === publicPort) throw new Error(`the admin port (--admin-port, FERRY_ADMIN_PORT) must differ from the port (${publicPort})`);
+  return { port, host: host ?? defaultAdminHost };
 }
 
 /**

@@ -41,6 +41,7 @@ export const errorCodes = {
 
   // Admin API.
   admin_unauthorized: { status: 401, text: 'The admin API needs `Authorization: Bearer <FERRY_ADMIN_TOKEN>`.' },
+  admin_forbidden: { status: 403, text: 'The token is valid but its scope does not allow this request: a `read` token may only read.' },
   unknown_parameter: { status: 400, text: 'A query parameter or body key the route does not define; the message names each one.' },
   invalid_settings: { status: 400, text: 'The submitted configuration breaks a rule; the message names it.' },
   conflict: { status: 409, text: 'A resource with that id already exists, or its state does not allow the change.' },

@@ -10,6 +10,11 @@ export interface ErrorAnswerDeps {
   logger: Logger;
   /** Whether an error means the store is unavailable (503) rather than a fault of Ferry's (500): the store's own `isUnavailable`. */
   isStoreUnavailable(error: unknown): boolean;
+  /**
+   * The admin API answers on another listener: its paths are unknown here, answered 404 on
+   * their head like any other. Default false.
+   */
+  adminElsewhere?: boolean;
 }
 
 /**
@@ -43,8 +48,9 @@ export function answerErrors(app: FastifyInstance, deps: ErrorAnswerDeps): void 
   // not-found handler runs, with no key check and no budget: answered here, on the head, the
   // body is never read, and closing the connection drops it. Paths under the admin prefix go
   // to the admin scope's own not-found handler, after its token check.
+  const adminHere = deps.adminElsewhere !== true;
   app.addHook('onRequest', async (request, reply) => {
-    if (!request.is404 || isAdminPath(request.url)) return undefined;
+    if (!request.is404 || (adminHere && isAdminPath(request.url))) return undefined;
     return reply.code(404).header('connection', 'close').send(notFound(request.method, request.url).toBody());
   });
   app.setNotFoundHandler((request, reply) => reply.code(404).send(notFound(request.method, request.url).toBody()));

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { FerryError } from '../errors/error-codes.js';
 import type { EventBus } from '../events/event-bus.js';
 import type { Store } from '../store/store.js';
@@ -17,13 +17,15 @@ export interface HealthDeps {
  * `GET /health`, liveness: 200 while the process serves HTTP, during the drain too.
  * `GET /health/ready`, readiness: 200 only while the store answers and can write (it was
  * migrated before the server listened) and no stop has begun; otherwise 503 with
- * `shutting_down` or `store_unavailable`. Both are open: no token.
+ * `shutting_down` or `store_unavailable`. Both are open: no token. Registered on every
+ * listener (the public one, and the admin one when there is one).
  */
-export async function healthRoutes(app: FastifyInstance, deps: HealthDeps): Promise<void> {
+export async function healthRoutes(apps: readonly FastifyInstance[], deps: HealthDeps): Promise<void> {
   const { store, events } = deps;
+  // One state for every listener (the public one and the admin one): an outage is told once.
   let storeWasReady = true;
-  app.get('/health', async () => ({ status: 'ok', version: ferryVersion, store: store.kind }));
-  app.get('/health/ready', async (_request, reply) => {
+  const live = async () => ({ status: 'ok', version: ferryVersion, store: store.kind });
+  const ready = async (_request: FastifyRequest, reply: FastifyReply) => {
     if (deps.draining()) return reply.code(503).send(new FerryError('shutting_down').toBody());
     try {
       await store.checkReady();
@@ -36,5 +38,9 @@ export async function healthRoutes(app: FastifyInstance, deps: HealthDeps): Prom
     if (!storeWasReady) events.emit('store:ready', {});
     storeWasReady = true;
     return { status: 'ready', version: ferryVersion, store: store.kind };
-  });
+  };
+  for (const app of apps) {
+    app.get('/health', live);
+    app.get('/health/ready', ready);
+  }
 }

@@ -17,6 +17,8 @@ export interface StopOptions {
 /** What a stop shuts down, in this order. */
 export interface LifecycleParts {
   app: FastifyInstance;
+  /** The admin listener, when it is a server of its own: it drains and closes with `app`. */
+  adminApp?: FastifyInstance;
   /** Stops claiming, lets attempts in flight finish (bounded), hands back what it holds. */
   worker: { stop(): Promise<void> };
   /** Stops the audience sync loop. */
@@ -86,7 +88,7 @@ export class Lifecycle {
       }
     };
     await Promise.all([step(() => this.parts.audiences.stop()), step(() => this.parts.worker.stop()), drainMs > 0 ? delay(drainMs) : undefined]);
-    await step(() => this.parts.app.close());
+    await Promise.all([step(() => this.parts.app.close()), step(() => this.parts.adminApp?.close())]);
     await step(() => this.parts.regulations.stop());
     await step(() => this.parts.replayJobs?.stop());
     await step(() => this.parts.sender.close());

@@ -1,22 +1,26 @@
 import type { AudienceStore } from './audience-store.js';
+import type { AuditLog } from './audit-log.js';
 import type { CatalogStore } from './catalog-store.js';
 import type { DeliveryQueue, DeliveryStatus } from './delivery-queue.js';
 import type { DeliveryReads } from './delivery-reads.js';
 import type { EventLog } from './event-log.js';
 import type { RegulationsStore } from './regulations-store.js';
 import type { ReplayJobsStore } from './replay-jobs-store.js';
+import type { TokenStore } from './token-store.js';
 
 /*
  * Each role's vocabulary, from one place: a caller that needs a single role can instead
  * import that role's module and depend on nothing else.
  */
 export type * from './audience-store.js';
+export type * from './audit-log.js';
 export type * from './catalog-store.js';
 export type * from './delivery-queue.js';
 export type * from './delivery-reads.js';
 export type * from './event-log.js';
 export type * from './regulations-store.js';
 export type * from './replay-jobs-store.js';
+export type * from './token-store.js';
 
 /** Counts for health and metrics. */
 export interface StoreStats {
@@ -31,14 +35,19 @@ export interface StoreStats {
  * opened (`new SqliteStore`, `PgStore.open`). Every method may reject when the underlying
  * database fails; callers map that to 503.
  *
- * Audiences are a role held as a property rather than mixed in: their methods (`create`,
- * `get`, `sync`...) name audience operations, not store ones.
+ * Audiences, admin tokens and the audit log are roles held as properties rather than mixed
+ * in: their methods (`create`, `get`, `sync`, `revoke`, `append`...) name their own
+ * operations, not the store's.
  */
 export interface Store extends EventLog, DeliveryQueue, DeliveryReads, RegulationsStore, ReplayJobsStore, CatalogStore {
   /** Which implementation this is, for logs. */
   readonly kind: 'sqlite' | 'postgres';
   /** Audiences and computed traits, on the same database (a sync's jobs commit with its members). */
   readonly audiences: AudienceStore;
+  /** Admin tokens made through the admin API, by the hashes of their values. */
+  readonly tokens: TokenStore;
+  /** Changes made through the admin API. */
+  readonly audit: AuditLog;
   stats(): Promise<StoreStats>;
   /**
    * Whether an error this store threw means its database is unavailable (locked, full, down,

@@ -37,6 +37,7 @@ describe('readSettings', () => {
     assert.equal(settings.databaseUrl, undefined);
     assert.deepEqual(settings.http, {});
     assert.equal(settings.dataDir, resolve('./.ferry'));
+    assert.equal(settings.admin, undefined);
   });
 
   test('the environment is read, and a flag wins over its variable', () => {
@@ -52,6 +53,7 @@ describe('readSettings', () => {
       FERRY_LOG_LEVEL: 'Debug',
       FERRY_TRUST_PROXY: 'yes',
       FERRY_MAX_CONNECTIONS_PER_ADDRESS: '7',
+      FERRY_ADMIN_PORT: '9100',
     };
     const fromEnv = readSettings({}, env);
     assert.deepEqual(
@@ -68,6 +70,7 @@ describe('readSettings', () => {
         logLevel: 'debug',
         trustProxy: true,
         http: { maxConnectionsPerAddress: 7 },
+        admin: { port: 9100, host: '127.0.0.1' },
       },
     );
     const flagged = readSettings({ port: '9002', host: '127.0.0.3', drainMs: '0', config: 'flag.yaml', data: 'flag-data' }, env);
@@ -75,6 +78,9 @@ describe('readSettings', () => {
       [flagged.port, flagged.host, flagged.drainMs, flagged.configPath, flagged.dataDir],
       [9002, '127.0.0.3', 0, resolve('flag.yaml'), resolve('flag-data')],
     );
+    const admin = readSettings({ adminPort: '9200', adminHost: '10.0.0.5' }, { ...env, FERRY_ADMIN_HOST: '127.0.0.9' }).admin;
+    assert.deepEqual(admin, { port: 9200, host: '10.0.0.5' });
+    assert.deepEqual(readSettings({}, { FERRY_ADMIN_PORT: '9100', FERRY_ADMIN_HOST: '::1' }).admin, { port: 9100, host: '::1' });
   });
 
   test('a value that is not understood stops the start, naming its variable', () => {
@@ -84,6 +90,9 @@ describe('readSettings', () => {
       [{ FERRY_LOG_LEVEL: 'verbose' }, /^FERRY_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent \(got "verbose"\)$/],
       [{ FERRY_TRUST_PROXY: 'on' }, /^FERRY_TRUST_PROXY must be 1, true, yes, 0, false or no \(got "on"\)$/],
       [{ FERRY_INGEST_BODY_BUDGET_BYTES: '64MiB' }, /^FERRY_INGEST_BODY_BUDGET_BYTES must be an integer/],
+      [{ FERRY_ADMIN_PORT: 'nine' }, /^the admin port \(--admin-port, FERRY_ADMIN_PORT\) must be an integer from 0 to 65535 \(got nine\)$/],
+      [{ FERRY_ADMIN_PORT: '8080' }, /^the admin port \(--admin-port, FERRY_ADMIN_PORT\) must differ from the port \(8080\)$/],
+      [{ FERRY_ADMIN_HOST: '127.0.0.1' }, /^the admin host \(--admin-host, FERRY_ADMIN_HOST\) needs an admin port/],
     ] as const)
       assert.throws(
         () => readSettings({}, env),

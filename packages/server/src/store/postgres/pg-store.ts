@@ -1,5 +1,6 @@
 import type { DestinationConfig, SourceConfig } from '../../config/model.js';
 import type { AudienceStore } from '../audience-store.js';
+import type { AuditLog } from '../audit-log.js';
 import type { StoredCatalog } from '../catalog-store.js';
 import type { ClaimedDelivery, ClaimRequest, Completion, HeldLease, NewDelivery, ReplayFilter } from '../delivery-queue.js';
 import type { DeliveryDetail, DeliveryFilter, DeliveryView } from '../delivery-reads.js';
@@ -7,8 +8,10 @@ import type { IngestOutcome, IngestWrite, RejectionCount, RejectionView } from '
 import type { ExecuteRegulationArgs, Regulation, RegulationCursor } from '../regulations-store.js';
 import type { ReplayJobBatchArgs, ReplayJobCursor, ReplayJobRecord } from '../replay-jobs-store.js';
 import type { Store, StoreStats } from '../store.js';
+import type { TokenStore } from '../token-store.js';
 import type { Clock } from '../../util/clock.js';
 import { PgAudienceStore } from './pg-audience-store.js';
+import { PgAuditLog } from './pg-audit-log.js';
 import { PgCatalog } from './pg-catalog.js';
 import { claim, nextDueAt } from './pg-claim.js';
 import { PgCompletions } from './pg-complete.js';
@@ -22,6 +25,7 @@ import { createPools, endPools, type PgPools } from './pg-pools.js';
 import { PgRegulations } from './pg-regulations.js';
 import { PgReplayJobs } from './pg-replay-jobs.js';
 import { releaseLeases } from './pg-release.js';
+import { PgTokenStore } from './pg-token-store.js';
 
 /** Options of the PostgreSQL store. */
 export interface PgStoreOptions {
@@ -57,6 +61,8 @@ export class PgStore implements Store {
    */
   readonly defaultClaimBatchSize = 400;
   readonly audiences: AudienceStore;
+  readonly tokens: TokenStore;
+  readonly audit: AuditLog;
   private readonly eventLog: PgEventLog;
   private readonly completions: PgCompletions;
   private readonly reads: PgDeliveryReads;
@@ -75,6 +81,8 @@ export class PgStore implements Store {
     this.catalog = new PgCatalog(pools.main);
     this.replayJobs = new PgReplayJobs(pools.main);
     this.audiences = new PgAudienceStore(pools.main);
+    this.tokens = new PgTokenStore(pools.main);
+    this.audit = new PgAuditLog(pools.main);
   }
 
   /** Connects, creates the schema if needed, and applies pending migrations. */

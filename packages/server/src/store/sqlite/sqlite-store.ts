@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { DestinationConfig, SourceConfig } from '../../config/model.js';
 import type { AudienceStore } from '../audience-store.js';
+import type { AuditLog } from '../audit-log.js';
 import type { StoredCatalog } from '../catalog-store.js';
 import type { ClaimedDelivery, ClaimRequest, Completion, HeldLease, NewDelivery, ReplayFilter } from '../delivery-queue.js';
 import type { DeliveryDetail, DeliveryFilter, DeliveryView } from '../delivery-reads.js';
@@ -8,12 +9,14 @@ import type { IngestOutcome, IngestWrite, RejectionCount, RejectionView } from '
 import type { ExecuteRegulationArgs, Regulation, RegulationCursor } from '../regulations-store.js';
 import type { ReplayJobBatchArgs, ReplayJobCursor, ReplayJobRecord } from '../replay-jobs-store.js';
 import type { Store, StoreStats } from '../store.js';
+import type { TokenStore } from '../token-store.js';
 import { CoalescedTask } from '../coalesced-task.js';
 import { systemClock, timersOf, type Clock } from '../../util/clock.js';
 import { GroupCommit } from './group-commit.js';
 import { LeaseTable } from './lease-table.js';
 import { cannotOpen, takeOwnership } from './ownership-lock.js';
 import { SqliteAudienceStore } from './sqlite-audience-store.js';
+import { SqliteAuditLog } from './sqlite-audit-log.js';
 import { SqliteCatalog } from './sqlite-catalog.js';
 import { SqliteClaims } from './sqlite-claim.js';
 import { SqliteCompletions } from './sqlite-completion.js';
@@ -25,6 +28,7 @@ import { SqliteEventLog } from './sqlite-event-log.js';
 import { isSqliteUnavailable } from './sqlite-failure.js';
 import { SqliteRegulations } from './sqlite-regulations.js';
 import { SqliteReplayJobs } from './sqlite-replay-jobs.js';
+import { SqliteTokenStore } from './sqlite-token-store.js';
 import { WriteProbe } from './write-probe.js';
 
 /** Options of the SQLite store. */
@@ -64,6 +68,8 @@ export class SqliteStore implements Store {
    */
   readonly defaultClaimBatchSize = 100;
   readonly audiences: AudienceStore;
+  readonly tokens: TokenStore;
+  readonly audit: AuditLog;
   private readonly db: Database.Database;
   /** Held open for the store's life: see {@link takeOwnership}. */
   private readonly ownership: Database.Database | undefined;
@@ -105,6 +111,8 @@ export class SqliteStore implements Store {
       this.catalog = new SqliteCatalog(this.db);
       this.replayJobs = new SqliteReplayJobs(this.db, this.leases);
       this.audiences = new SqliteAudienceStore(this.db, this.deliveries);
+      this.tokens = new SqliteTokenStore(this.db);
+      this.audit = new SqliteAuditLog(this.db);
     } catch (error) {
       // Nothing half-open stays behind, least of all the lock: the next try must not find it taken.
       if (opened?.open) opened.close();

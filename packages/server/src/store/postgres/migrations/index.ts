@@ -6,6 +6,7 @@ import * as firstAttemptLog from './005-first-attempt-log.js';
 import * as deletion from './006-deletion.js';
 import * as linkedIdentities from './007-linked-identities.js';
 import * as searchAndReplayJobs from './008-search-and-replay-jobs.js';
+import * as tokensAndAudit from './009-tokens-and-audit.js';
 
 /** Numbered PostgreSQL migrations, applied in order under an advisory lock; `ferry_migrations` records them. */
 export const migrations: { version: number; sql: string }[] = [
@@ -17,4 +18,5 @@ export const migrations: { version: number; sql: string }[] = [
   { version: 6, sql: deletion.sql },
   { version: 7, sql: linkedIdentities.sql },
   { version: 8, sql: searchAndReplayJobs.sql },
+  { version: 9, sql: tokensAndAudit.sql },
 ];

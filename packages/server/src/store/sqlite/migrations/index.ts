@@ -3,6 +3,7 @@ import * as audiences from './002-audiences.js';
 import * as deletion from './003-deletion.js';
 import * as linkedIdentities from './004-linked-identities.js';
 import * as searchAndReplayJobs from './005-search-and-replay-jobs.js';
+import * as tokensAndAudit from './006-tokens-and-audit.js';
 
 /** Numbered migrations, applied in order; `PRAGMA user_version` records how many ran. */
 export const migrations: { version: number; sql: string }[] = [
@@ -11,4 +12,5 @@ export const migrations: { version: number; sql: string }[] = [
   { version: 3, sql: deletion.sql },
   { version: 4, sql: linkedIdentities.sql },
   { version: 5, sql: searchAndReplayJobs.sql },
+  { version: 6, sql: tokensAndAudit.sql },
 ];
