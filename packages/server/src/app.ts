@@ -166,6 +166,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     catalog,
     clock,
     regulations,
+    events,
     adminTokenHash: adminToken.hash,
     onQueued: wake,
     audiences: { store: store.audiences, sync: audiences },

@@ -5,6 +5,7 @@ import { notFound } from '../http/not-found.js';
 import { requireAdminToken } from './admin-auth.js';
 import { audienceRoutes } from './audience-routes.js';
 import { adminRoutes, type AdminDeps } from './routes.js';
+import { tailRoutes } from './tail-routes.js';
 import { refuseUnknownKeys } from './unknown-keys.js';
 
 declare module 'fastify' {
@@ -42,6 +43,7 @@ export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps)
         async (v1) => {
           await adminRoutes(v1, deps);
           await audienceRoutes(v1, { audiences: deps.audiences.store, sync: deps.audiences.sync, catalog: deps.catalog, clock: deps.clock });
+          await tailRoutes(v1, { events: deps.events, clock: deps.clock });
         },
         { prefix: '/v1' },
       );

@@ -5,6 +5,7 @@ import { FerryError } from '../errors/error-codes.js';
 import { parseIsoTimestamp } from '../ingest/timestamps.js';
 import type { RegulationRunner } from '../regulations/regulation-runner.js';
 import type { Catalog } from '../routing/catalog.js';
+import type { EventBus } from '../events/event-bus.js';
 import type { DeliveryStatus, Store } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
 import { mergePatch } from './merge-patch.js';
@@ -16,6 +17,8 @@ export interface AdminDeps {
   catalog: Catalog;
   clock: Clock;
   regulations: RegulationRunner;
+  /** What happens in the server, streamed by `GET /tail`. */
+  events: EventBus;
   /** SHA-256 of the admin token; the token itself is never kept. */
   adminTokenHash: Buffer;
   /** Called when jobs became due (a replay), so the worker looks at once. */

@@ -2,6 +2,13 @@
 import { Command } from 'commander';
 import { ConfigError } from '../config/load.js';
 import { ferryVersion } from '../util/version.js';
+import { CliError } from './admin-client.js';
+import { registerDeadLetters } from './commands/dead-letters.js';
+import { registerDeliveries } from './commands/deliveries.js';
+import { registerRegulations } from './commands/regulations.js';
+import { registerReplay } from './commands/replay.js';
+import { registerTail } from './commands/tail.js';
+import { registerTokens } from './commands/tokens.js';
 import { devCommand } from './dev.js';
 import { listenCommand } from './listen.js';
 import { serveCommand } from './serve.js';
@@ -35,8 +42,16 @@ program
   .option('--listen-port <n>', 'port of the local receiver', '9000')
   .action(devCommand);
 
+// The admin CLI: commands that talk to a running server through the admin API (docs/cli.md).
+registerDeliveries(program);
+registerDeadLetters(program);
+registerReplay(program);
+registerTail(program);
+registerTokens(program);
+registerRegulations(program);
+
 program.parseAsync().catch((error: unknown) => {
   if (error instanceof ConfigError) process.stderr.write(`ferry: invalid configuration: ${error.message}\n`);
   else process.stderr.write(`ferry: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exit(1);
+  process.exit(error instanceof CliError ? error.exitCode : 1);
 });
