@@ -92,7 +92,8 @@ const columns: Column<ListedDelivery>[] = [
   { heading: 'USER', value: (d) => d.userId ?? d.anonymousId, maxWidth: 24 },
   { heading: 'ATTEMPTS', value: (d) => d.attemptCount },
   { heading: 'CREATED', value: (d) => d.receivedAt ?? d.createdAt },
-  { heading: 'LAST ERROR', value: (d) => (d.deadReason ? `${d.deadReason}: ${d.lastError ?? ''}` : d.lastError), maxWidth: 60 },
+  // The last column is not cut: nothing after it needs aligning.
+  { heading: 'LAST ERROR', value: (d) => (d.deadReason ? `${d.deadReason}: ${d.lastError ?? ''}` : d.lastError) },
 ];
 
 /** Runs a listing and prints it: a table and where the next page starts, or the API's JSON. */
