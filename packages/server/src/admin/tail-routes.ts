@@ -141,7 +141,7 @@ export async function tailRoutes(app: FastifyInstance, deps: TailDeps): Promise<
     for (const name of names) {
       const summarise = tailable[name] as (payload: unknown) => Summary;
       const listener = (payload: unknown) => write(`event: ${name}\ndata: ${JSON.stringify({ at: formatUtcMs(clock.now()), ...summarise(payload) })}\n\n`);
-      events.on(name, listener as never);
+      events.on(name, listener);
       listeners.push({ name, listener });
     }
     stream.on('close', end);

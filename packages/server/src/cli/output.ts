@@ -14,8 +14,8 @@ const none = '-';
 /** A value as a table cell or field shows it: `-` for null and undefined, JSON for objects. */
 export function cell(value: unknown): string {
   if (value === null || value === undefined || value === '') return none;
-  if (typeof value === 'object') return JSON.stringify(value);
-  return String(value);
+  if (typeof value === 'string') return value;
+  return JSON.stringify(value) ?? typeof value;
 }
 
 function cut(text: string, maxWidth: number | undefined): string {
