@@ -18,6 +18,8 @@ export async function* readServerSentEvents(body: AsyncIterable<Uint8Array>): As
     buffer += decoder.decode(chunk, { stream: true });
     let newline: number;
     while ((newline = buffer.search(/\r\n|\r|\n/)) >= 0) {
+      // A CR at the end of what came so far may be the first half of a CRLF split between chunks.
+      if (newline === buffer.length - 1 && buffer.endsWith('\r')) break;
       const line = buffer.slice(0, newline);
       buffer = buffer.slice(newline + (buffer.startsWith('\r\n', newline) ? 2 : 1));
       if (line === '') {
