@@ -1,6 +1,5 @@
 #!/usr/bin/env node
 import { Command } from 'commander';
-import { ConfigError } from '../config/load.js';
 import { ferryVersion } from '../util/version.js';
 import { CliError } from './admin-client.js';
 import { registerDeadLetters } from './commands/dead-letters.js';
@@ -9,9 +8,9 @@ import { registerRegulations } from './commands/regulations.js';
 import { registerReplay } from './commands/replay.js';
 import { registerTail } from './commands/tail.js';
 import { registerTokens } from './commands/tokens.js';
-import { devCommand } from './dev.js';
-import { listenCommand } from './listen.js';
-import { serveCommand } from './serve.js';
+import type { ServeFlags } from './settings.js';
+import type { DevOptions } from './dev.js';
+import type { ListenOptions } from './listen.js';
 
 const program = new Command().name('ferry').description('Ferry: Segment-compatible ingestion, durable store, signed webhook delivery.').version(ferryVersion);
 
@@ -23,7 +22,8 @@ program
   .option('-d, --data <dir>', 'data directory of the embedded store (env FERRY_DATA_DIR; default ./.ferry)')
   .option('--host <address>', 'address to bind (env HOST; default 0.0.0.0)')
   .option('--drain-ms <ms>', 'after SIGTERM, answer new requests 503 for at least this long before closing (env FERRY_DRAIN_MS; default 5000)')
-  .action(serveCommand);
+  // Loaded when run: the admin commands, clients of a running server, start without loading the server.
+  .action(async (flags: ServeFlags) => (await import('./serve.js')).serveCommand(flags));
 
 program
   .command('listen')
@@ -31,7 +31,7 @@ program
   .option('-p, --port <n>', 'port to listen on', '9000')
   .option('--host <address>', 'address to bind', '127.0.0.1')
   .option('-s, --secret <secret>', "the destination's shared secret (env FERRY_LISTEN_SECRET)")
-  .action(listenCommand);
+  .action(async (options: ListenOptions) => (await import('./listen.js')).listenCommand(options));
 
 program
   .command('dev')
@@ -40,7 +40,7 @@ program
   .option('-p, --port <n>', 'port to listen on (env PORT; default 8080)')
   .option('-d, --data <dir>', 'data directory (default ./.ferry)')
   .option('--listen-port <n>', 'port of the local receiver', '9000')
-  .action(devCommand);
+  .action(async (options: DevOptions) => (await import('./dev.js')).devCommand(options));
 
 // The admin CLI: commands that talk to a running server through the admin API (docs/cli.md).
 registerDeliveries(program);
@@ -50,7 +50,9 @@ registerTail(program);
 registerTokens(program);
 registerRegulations(program);
 
-program.parseAsync().catch((error: unknown) => {
+program.parseAsync().catch(async (error: unknown) => {
+  // Already loaded when a configuration failed: whatever threw it imported it.
+  const { ConfigError } = await import('../config/load.js');
   if (error instanceof ConfigError) process.stderr.write(`ferry: invalid configuration: ${error.message}\n`);
   else process.stderr.write(`ferry: ${error instanceof Error ? error.message : String(error)}\n`);
   process.exit(error instanceof CliError ? error.exitCode : 1);

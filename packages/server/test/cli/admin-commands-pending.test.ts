@@ -7,17 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { adminToken, startFerry, testConfig, webhooksDestination, type TestFerry } from '../helpers/ferry.js';
-import { spawnFerry } from '../helpers/spawn-ferry.js';
-
-// Each spawned command adds an exit listener to this process (spawn-ferry.ts); a test runs several at once.
-process.setMaxListeners(32);
-
-async function ferryCli(url: string, args: string[], env: Record<string, string> = {}) {
-  const run = spawnFerry(args, { FERRY_URL: url, FERRY_ADMIN_TOKEN: adminToken, ...env });
-  const { code } = await run.waitForExit();
-  return { code, stdout: run.stdout(), output: run.output() };
-}
+import { ferryCli, inTurn } from '../helpers/admin-cli.js';
+import { startFerry, testConfig, webhooksDestination, type TestFerry } from '../helpers/ferry.js';
 
 const hooks = webhooksDestination('hooks', ['http://127.0.0.1:9/unused']);
 
@@ -47,14 +38,14 @@ describe('deliveries and dead letters searched by user, anonymous id, event, typ
 
   test('each filter flag narrows the listing as its API parameter does', async () => {
     const future = new Date(Date.now() + 3_600_000).toISOString();
-    const runs = await Promise.all([
-      cli(['deliveries', 'ls', '--user', 'u1', '--json']),
-      cli(['deliveries', 'ls', '--event', 'Paid', '--json']),
-      cli(['deliveries', 'ls', '--type', 'page', '--json']),
-      cli(['deliveries', 'ls', '--anonymous-id', 'a2', '--json']),
-      cli(['deliveries', 'ls', '--since', '1h', '--until', future, '--json']),
-      cli(['deliveries', 'ls', '--since', future, '--json']),
-      cli(['deliveries', 'ls', '--user', 'u1', '--type', 'track', '--event', 'Signed Up', '--json']),
+    const runs = await inTurn([
+      () => cli(['deliveries', 'ls', '--user', 'u1', '--json']),
+      () => cli(['deliveries', 'ls', '--event', 'Paid', '--json']),
+      () => cli(['deliveries', 'ls', '--type', 'page', '--json']),
+      () => cli(['deliveries', 'ls', '--anonymous-id', 'a2', '--json']),
+      () => cli(['deliveries', 'ls', '--since', '1h', '--until', future, '--json']),
+      () => cli(['deliveries', 'ls', '--since', future, '--json']),
+      () => cli(['deliveries', 'ls', '--user', 'u1', '--type', 'track', '--event', 'Signed Up', '--json']),
     ]);
     assert.deepEqual(
       runs.map((run) => ids(run.stdout)),
@@ -99,11 +90,11 @@ describe('replay: a dry run, the bulk filters, and a job followed to its end', (
   after(() => t.stop());
 
   test('--dry-run says how many would be replayed and changes nothing', async () => {
-    const [text, json, past, errorClass] = await Promise.all([
-      cli(['replay', '--destination', 'hooks', '--dry-run']),
-      cli(['replay', '--destination', 'hooks', '--since', '1h', '--dry-run', '--json']),
-      cli(['replay', '--all', '--until', '2000-01-01T00:00:00Z', '--dry-run', '--json']),
-      cli(['replay', '--destination', 'hooks', '--error-class', 'timeout', '--dry-run', '--json']),
+    const [text, json, past, errorClass] = await inTurn([
+      () => cli(['replay', '--destination', 'hooks', '--dry-run']),
+      () => cli(['replay', '--destination', 'hooks', '--since', '1h', '--dry-run', '--json']),
+      () => cli(['replay', '--all', '--until', '2000-01-01T00:00:00Z', '--dry-run', '--json']),
+      () => cli(['replay', '--destination', 'hooks', '--error-class', 'timeout', '--dry-run', '--json']),
     ]);
     assert.equal(text.code, 0, text.output);
     assert.equal(text.stdout, 'would replay 5001 dead letters (dry run: nothing changed)\n');
@@ -156,7 +147,7 @@ describe('tokens create, ls and revoke', () => {
     assert.deepEqual(listedJson, (await t.admin('GET', '/tokens')).json);
 
     const asReader = { FERRY_ADMIN_TOKEN: token };
-    const [reads, writes] = await Promise.all([cli(['deliveries', 'ls'], asReader), cli(['replay', '--all'], asReader)]);
+    const [reads, writes] = await inTurn([() => cli(['deliveries', 'ls'], asReader), () => cli(['replay', '--all'], asReader)]);
     assert.equal(reads.code, 0, reads.output);
     assert.equal(writes.code, 1);
     assert.match(writes.output, /^ferry: admin_forbidden: /m);
@@ -172,11 +163,11 @@ describe('tokens create, ls and revoke', () => {
   });
 
   test('--json gives the created token; a scope other than admin or read is a usage error; an unknown id is not_found', async () => {
-    const [json, badScope, noName, unknown] = await Promise.all([
-      cli(['tokens', 'create', '--name', 'deploy', '--scope', 'admin', '--json']),
-      cli(['tokens', 'create', '--name', 'x', '--scope', 'root']),
-      cli(['tokens', 'create', '--scope', 'read']),
-      cli(['tokens', 'revoke', 'tok_nope']),
+    const [json, badScope, noName, unknown] = await inTurn([
+      () => cli(['tokens', 'create', '--name', 'deploy', '--scope', 'admin', '--json']),
+      () => cli(['tokens', 'create', '--name', 'x', '--scope', 'root']),
+      () => cli(['tokens', 'create', '--scope', 'read']),
+      () => cli(['tokens', 'revoke', 'tok_nope']),
     ]);
     const created = JSON.parse(json.stdout);
     assert.equal(created.name, 'deploy');
@@ -205,10 +196,10 @@ describe('regulations ls', () => {
     const ids = [first, second].map((run) => /^deletion request (\S+) /m.exec(run.stdout)?.[1]);
     assert.ok(ids.every(Boolean), first.output + second.output);
     await t.deletionsDone();
-    const [table, done, all] = await Promise.all([
-      cli(['regulations', 'ls']),
-      cli(['regulations', 'ls', '--status', 'done', '--json']),
-      cli(['regulations', 'ls', '--limit', '1', '--all', '--json']),
+    const [table, done, all] = await inTurn([
+      () => cli(['regulations', 'ls']),
+      () => cli(['regulations', 'ls', '--status', 'done', '--json']),
+      () => cli(['regulations', 'ls', '--limit', '1', '--all', '--json']),
     ]);
     assert.equal(table.code, 0, table.output);
     assert.match(table.stdout, /^ID\s+STATUS\s+USERS\s+SOURCES\s+CREATED\s+FINISHED\s+EVENTS DELETED\s+DELIVERIES DELETED\s+NOTICES$/m);
