@@ -240,6 +240,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     clock,
     regulations,
     replay: { jobs: replayJobs, settings: replaySettings },
+    events,
     onQueued: wake,
     audiences: { store: store.audiences, sync: audiences },
     tokens,

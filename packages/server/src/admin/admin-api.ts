@@ -15,6 +15,7 @@ import { regulationRoutes } from './regulation-routes.js';
 import { replayRoutes } from './replay-routes.js';
 import { adminRoutes, type AdminDeps } from './routes.js';
 import { tokenRoutes, tokenView } from './token-routes.js';
+import { tailRoutes } from './tail-routes.js';
 import { refuseUnknownKeys } from './unknown-keys.js';
 
 declare module 'fastify' {
@@ -62,6 +63,7 @@ export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps)
           await audienceRoutes(v1, { audiences: deps.audiences.store, sync: deps.audiences.sync, catalog: deps.catalog, clock: deps.clock });
           await tokenRoutes(v1, deps.tokens);
           await auditRoutes(v1, deps.store.audit);
+          await tailRoutes(v1, { events: deps.events, clock: deps.clock });
         },
         { prefix: '/v1' },
       );

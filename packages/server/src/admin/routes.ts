@@ -5,6 +5,7 @@ import { FerryError } from '../errors/error-codes.js';
 import type { RegulationRunner } from '../regulations/regulation-runner.js';
 import type { ReplayJobRunner, ReplaySettings } from '../replay/replay-job-runner.js';
 import type { Catalog } from '../routing/catalog.js';
+import type { EventBus } from '../events/event-bus.js';
 import type { Store } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
 import { knownIds } from './delivery-routes.js';
@@ -17,6 +18,8 @@ export interface AdminDeps {
   catalog: Catalog;
   clock: Clock;
   regulations: RegulationRunner;
+  /** What happens in the server, streamed by `GET /tail`. */
+  events: EventBus;
   /** Bulk replays run as jobs, and when a replay becomes one. */
   replay: { jobs: ReplayJobRunner; settings: ReplaySettings };
   /** Called when jobs became due (a replay), so the worker looks at once. */

@@ -30,6 +30,11 @@ export class EventBus {
     return this;
   }
 
+  /** How many listeners `name` has now (for tests and metrics: a subscriber that went away must have left). */
+  listenerCount(name: FerryEventName): number {
+    return this.emitter.listenerCount(name);
+  }
+
   /** Hands `payload` to every listener of `name`, in the order they subscribed. */
   emit<K extends FerryEventName>(name: K, payload: FerryEvents[K]): void {
     for (const listener of this.emitter.listeners(name) as Listener<K>[]) {

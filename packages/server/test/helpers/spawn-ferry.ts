@@ -12,6 +12,8 @@ export interface FerryProcess {
   child: ChildProcess;
   /** Everything printed so far on stdout and stderr. */
   output(): string;
+  /** What was printed so far on stdout alone (what a script reading `--json` sees). */
+  stdout(): string;
   /**
    * Resolves with the first match of `pattern` in the output; rejects with the output so far
    * if the process exits first or nothing matches within `deadlineMs` (default 30 s).
@@ -35,11 +37,13 @@ export function spawnFerry(args: string[], env: Record<string, string> = {}): Fe
   process.once('exit', killOnExit);
   child.once('exit', () => process.removeListener('exit', killOnExit));
   let output = '';
+  let stdout = '';
   const listeners = new Set<() => void>();
   const onData = (chunk: Buffer) => {
     output += chunk.toString();
     for (const l of listeners) l();
   };
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stdout!.on('data', onData);
   child.stderr!.on('data', onData);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
@@ -51,6 +55,7 @@ export function spawnFerry(args: string[], env: Record<string, string> = {}): Fe
   return {
     child,
     output: () => output,
+    stdout: () => stdout,
     exited,
     waitForOutput(pattern, deadlineMs = DEFAULT_WAIT_MS) {
       return new Promise((resolve, reject) => {

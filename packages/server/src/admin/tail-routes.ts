@@ -1,0 +1,160 @@
+import { PassThrough } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { FerryError } from '../errors/error-codes.js';
+import type { FerryEventName, FerryEvents } from '../events/catalogue.js';
+import type { EventBus } from '../events/event-bus.js';
+import { formatUtcMs } from '../model/timestamps.js';
+import { timersOf, type Clock } from '../util/clock.js';
+
+/** What `GET /tail` needs. */
+export interface TailDeps {
+  events: EventBus;
+  /** Stamps each event (`at`) and runs the heartbeat timer. */
+  clock: Clock;
+  /** Streams open at once at most; further ones are refused 429 `too_many_tail_clients`. Default {@link defaultTailMaxClients}. */
+  maxClients?: number;
+}
+
+/**
+ * A few terminals and dashboard views at once. Each stream is a listener on the bus, run
+ * synchronously in the stage that emits, so their number is capped.
+ */
+export const defaultTailMaxClients = 32;
+/**
+ * 15 s: below the idle timeouts of common proxies and load balancers (often 30 to 60 s), so a
+ * quiet stream is not cut, and a client can tell a live stream from a dead one.
+ */
+export const tailHeartbeatMs = 15_000;
+/**
+ * A client that reads slower than events come is dropped once this much waits unsent for it,
+ * rather than letting the server buffer without bound on its behalf.
+ */
+const maxBufferedBytes = 1024 * 1024;
+
+type Summary = Record<string, unknown>;
+
+/**
+ * What each event shows on the stream: ids, counts, outcomes, status codes and latencies,
+ * never a write key, a secret, a body or an error object (whose message may name hosts or
+ * files). A URL is shown as the admin API's attempt log shows it (query values redacted);
+ * `lastError` as a delivery's `lastError` is. Events left out (`worker:error`,
+ * `lifecycle:stopped`) carry nothing safe, or come once no stream is left.
+ */
+const tailable = {
+  'ingest:accepted': (p) => ({ sourceId: p.sourceId, count: p.count, duplicates: p.duplicates }),
+  'ingest:rejected': (p) => ({ sourceId: p.sourceId, rejected: p.rejected.length, codes: countCodes(p.rejected.map((r) => r.code)) }),
+  'ingest:refused': (p) => ({ code: p.code, status: p.status, sourceId: p.sourceId ?? null }),
+  'delivery:attempted': (p) => ({
+    id: p.id,
+    destinationId: p.destinationId,
+    url: p.url,
+    statusCode: p.statusCode,
+    errorClass: p.errorClass,
+    latencyMs: p.latencyMs,
+    outcome: p.outcome,
+  }),
+  'delivery:succeeded': (p) => ({ id: p.id, destinationId: p.destinationId, attempts: p.attempts }),
+  'delivery:retrying': (p) => ({ id: p.id, destinationId: p.destinationId, nextAttemptAt: formatUtcMs(p.nextAttemptAtMs), lastError: p.lastError }),
+  'delivery:dead': (p) => ({ id: p.id, destinationId: p.destinationId, reason: p.reason, lastError: p.lastError }),
+  'delivery:lease-lost': (p) => ({ id: p.id }),
+  'regulation:done': (p) => ({
+    regulationId: p.regulationId,
+    eventsDeleted: p.eventsDeleted,
+    deliveriesDeleted: p.deliveriesDeleted,
+    notices: p.notices,
+  }),
+  'audience:synced': (p) => ({ ...p }),
+  'store:unavailable': () => ({}),
+  'store:ready': () => ({}),
+  'lifecycle:draining': (p) => ({ drainMs: p.drainMs }),
+} satisfies { [K in FerryEventName]?: (payload: FerryEvents[K]) => Summary };
+
+/** The name of an event `GET /tail` streams. */
+export type TailEventName = keyof typeof tailable;
+
+/** Every event `GET /tail` can stream, in the catalogue's order; the default of `?events=`. */
+export const tailEventNames = Object.keys(tailable) as TailEventName[];
+
+function countCodes(codes: string[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const code of codes) counts[code] = (counts[code] ?? 0) + 1;
+  return counts;
+}
+
+function chosenEvents(raw: unknown): TailEventName[] {
+  if (raw === undefined) return tailEventNames;
+  const names = typeof raw === 'string' ? raw.split(',').map((name) => name.trim()) : [];
+  const unknown = names.filter((name) => !(tailEventNames as string[]).includes(name));
+  if (names.length === 0 || unknown.length > 0 || names.every((name) => name === ''))
+    throw new FerryError(
+      'bad_request',
+      `events must be a comma-separated list of ${tailEventNames.join(', ')}${unknown.length > 0 ? ` (got ${unknown.map((u) => JSON.stringify(u)).join(', ')})` : ''}`,
+      'events',
+    );
+  return [...new Set(names as TailEventName[])];
+}
+
+/**
+ * `GET /tail`: what happens in the server as it happens, as server-sent events, one per event
+ * of the catalogue: `event: <name>` and `data: {"at": ISO time, ...summary}` (see
+ * {@link tailable} for what each shows). `?events=a,b` chooses (default: all). A comment line
+ * (`: heartbeat`) comes every {@link tailHeartbeatMs} on the clock's timers. A stream's
+ * listeners leave the bus when its client goes away. When the server stops, every stream
+ * ends (before the listener closes, so that none holds the stop), and each client learns of
+ * the stop by `lifecycle:draining` if it chose it.
+ */
+export async function tailRoutes(app: FastifyInstance, deps: TailDeps): Promise<void> {
+  const { events, clock } = deps;
+  const timers = timersOf(clock);
+  const maxClients = deps.maxClients ?? defaultTailMaxClients;
+  const open = new Set<() => void>();
+
+  // preClose runs before the listener stops accepting and waits for requests in progress: an
+  // open stream ended here cannot hold the stop.
+  app.addHook('preClose', async () => {
+    for (const end of [...open]) end();
+  });
+
+  app.get<{ Querystring: { events?: string } }>('/tail', { config: { query: ['events'] } }, async (request, reply) => {
+    const names = chosenEvents(request.query.events);
+    if (open.size >= maxClients) throw new FerryError('too_many_tail_clients', `at most ${maxClients} tail streams may be open at once; close one and retry`);
+
+    const stream = new PassThrough();
+    const listeners: { name: TailEventName; listener: (payload: never) => void }[] = [];
+    let heartbeat: unknown;
+    const write = (text: string) => {
+      if (stream.destroyed || stream.writableEnded) return;
+      stream.write(text);
+      if (stream.writableLength > maxBufferedBytes) end();
+    };
+    const beat = () => {
+      write(': heartbeat\n\n');
+      heartbeat = timers.setTimeout(beat, tailHeartbeatMs);
+    };
+    const end = () => {
+      if (!open.delete(end)) return;
+      timers.clearTimeout(heartbeat);
+      for (const { name, listener } of listeners) events.off(name, listener as never);
+      if (!stream.destroyed) stream.end();
+    };
+    open.add(end);
+    for (const name of names) {
+      const summarise = tailable[name] as (payload: unknown) => Summary;
+      const listener = (payload: unknown) => write(`event: ${name}\ndata: ${JSON.stringify({ at: formatUtcMs(clock.now()), ...summarise(payload) })}\n\n`);
+      events.on(name, listener);
+      listeners.push({ name, listener });
+    }
+    stream.on('close', end);
+    // The response's close, not the request's: the request closes once read, the response when the client goes.
+    reply.raw.on('close', end);
+    // The first bytes send the head at once, so the client knows the stream is open.
+    write(`: ferry tail: ${names.join(',')}\n\n`);
+    heartbeat = timers.setTimeout(beat, tailHeartbeatMs);
+    return reply
+      .header('content-type', 'text/event-stream; charset=utf-8')
+      .header('cache-control', 'no-store')
+      .header('x-accel-buffering', 'no')
+      .header('connection', 'close')
+      .send(stream);
+  });
+}
