@@ -1,11 +1,9 @@
 /**
  * The admin CLI's reads (`ferry deliveries ls|show`, `ferry dead-letters ls`) and its failures
- * as an operator meets them: the real command, spawned, against a real Ferry on loopback,
- * over the routes the admin API has today. Tables for people, `--json` parsed, exit codes and
- * the server's errors. Failures are in admin-commands-errors.test.ts; replay, regulations and
- * tail in admin-commands-act.test.ts; the
- * routes of the search, replay jobs, tokens and regulation listings in
- * admin-commands-pending.test.ts.
+ * as an operator meets them: the real command, spawned, against a real Ferry on loopback.
+ * Tables for people, `--json` parsed. Failures are in admin-commands-errors.test.ts; replay,
+ * regulations and tail in admin-commands-act.test.ts; the search filters, replay jobs, tokens
+ * and regulation listings in admin-commands-search-replay-tokens.test.ts.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -37,8 +35,8 @@ describe('the admin CLI against a running Ferry', () => {
     const lines = table.stdout.trimEnd().split('\n');
     assert.match(lines[0]!, /^ID\s+STATUS\s+DESTINATION\s+SOURCE\s+KIND\s+EVENT\s+USER\s+ATTEMPTS\s+CREATED\s+LAST ERROR$/);
     assert.equal(lines.length, 3);
-    assert.match(lines[1]!, /^1\s+dead\s+hooks\s+app\s+event\s+-\s+u1\s+1\s+\S+Z\s+non_retryable_response: http:\/\/127\.0\.0\.1:\d+\/in -> HTTP 400$/);
-    assert.match(lines[2]!, /^2\s+dead\s+hooks\s+app\s+event\s+-\s+u2\s+1\s/);
+    assert.match(lines[1]!, /^1\s+dead\s+hooks\s+app\s+track\s+Signed Up\s+u1\s+1\s+\S+Z\s+non_retryable_response: http:\/\/127\.0\.0\.1:\d+\/in -> HTTP 400$/);
+    assert.match(lines[2]!, /^2\s+dead\s+hooks\s+app\s+identify\s+-\s+u2\s+1\s/);
     // Aligned: every column starts at the same place on every line.
     assert.equal(lines[1]!.indexOf('dead'), lines[0]!.indexOf('STATUS'));
     assert.equal(lines[2]!.indexOf('hooks'), lines[0]!.indexOf('DESTINATION'));

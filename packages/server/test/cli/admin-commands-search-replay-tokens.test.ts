@@ -1,9 +1,7 @@
 /**
- * The admin CLI over the routes of the issue 20 contract that other changes add: the
- * delivery search filters, replay's dry run, bulk filters and jobs, scoped tokens, and the
- * listing of regulations. Written against the contract (docs/cli.md, docs/admin-api.md): it
- * passes once those routes are in the server. The real command, spawned, against a real
- * Ferry on loopback.
+ * The admin CLI over the delivery search filters, replay's dry run, bulk filters and jobs,
+ * scoped tokens, and the listing of regulations (docs/cli.md, docs/admin-api.md). The real
+ * command, spawned, against a real Ferry on loopback.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
