@@ -1,9 +1,11 @@
 import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
 import type { AudienceStore } from '../store/audience-store.js';
 import type { AudienceSync } from '../audiences/audience-sync.js';
 import { notFound } from '../http/not-found.js';
 import { requireAdminToken } from './admin-auth.js';
 import { audienceRoutes } from './audience-routes.js';
+import { configRoutes } from './config-routes.js';
 import { adminRoutes, type AdminDeps } from './routes.js';
 import { refuseUnknownKeys } from './unknown-keys.js';
 
@@ -17,6 +19,8 @@ declare module 'fastify' {
 /** What the whole admin surface needs: the admin routes' dependencies, plus audiences. */
 export interface AdminApiDeps extends AdminDeps {
   audiences: { store: AudienceStore; sync: AudienceSync };
+  /** Where changes applied through the API are logged (`config-routes.ts`). */
+  logger: Logger;
 }
 
 /** The path every admin route lives under. */
@@ -42,6 +46,7 @@ export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps)
         async (v1) => {
           await adminRoutes(v1, deps);
           await audienceRoutes(v1, { audiences: deps.audiences.store, sync: deps.audiences.sync, catalog: deps.catalog, clock: deps.clock });
+          await configRoutes(v1, deps);
         },
         { prefix: '/v1' },
       );

@@ -2,6 +2,7 @@
 import { Command } from 'commander';
 import { ConfigError } from '../config/load.js';
 import { ferryVersion } from '../util/version.js';
+import { registerConfigCommands } from './config-command.js';
 import { devCommand } from './dev.js';
 import { listenCommand } from './listen.js';
 import { serveCommand } from './serve.js';
@@ -34,6 +35,8 @@ program
   .option('-d, --data <dir>', 'data directory (default ./.ferry)')
   .option('--listen-port <n>', 'port of the local receiver', '9000')
   .action(devCommand);
+
+registerConfigCommands(program);
 
 program.parseAsync().catch((error: unknown) => {
   if (error instanceof ConfigError) process.stderr.write(`ferry: invalid configuration: ${error.message}\n`);
