@@ -130,7 +130,7 @@ describe('planCatalog', () => {
   }
 
   test('an object edited since the last configuration was applied is flagged; one the last configuration named and this one does not is kept', () => {
-    const old = { id: 'old-hooks', ...hooks({ id: 'old-hooks' }) };
+    const old = hooks({ id: 'old-hooks' });
     const applied = appliedConfigOf({ sources: [app], destinations: [hooks(), old] }, 0);
     const stored = { sources: [app], destinations: [hooks({ enabled: false }), old] };
     const changes = planCatalog(stored, { sources: [app], destinations: [hooks()] }, { types, applied });
