@@ -6,6 +6,7 @@ import { assertStrongAdminToken } from './admin/admin-auth.js';
 import { adminTokenInForce } from './admin/admin-token.js';
 import { AdminTokens, defaultTokenCacheMs } from './admin/admin-tokens.js';
 import { AudienceSync } from './audiences/audience-sync.js';
+import { applyIfChanged } from './control/catalog-apply.js';
 import { defaultHttpServerSettings, defaultProcessSettings, type HttpServerSettings } from './config/defaults.js';
 import type { FerryConfig } from './config/model.js';
 import type { AnyDestinationType } from './destinations/destination-type.js';
@@ -33,7 +34,10 @@ import { systemClock, timersOf, type Clock } from './util/clock.js';
 
 /** Everything a Ferry server is built from. Only `config` is required. */
 export interface FerryOptions {
-  /** The validated configuration (see `loadConfig`); its sources and destinations seed an empty store. */
+  /**
+   * The validated configuration (see `loadConfig`). Its sources and destinations are applied to
+   * the store when they differ from the last configuration applied (`control/catalog-apply.ts`).
+   */
   config: FerryConfig;
   /** Where the SQLite file lives when no `store` is given. Default `./.ferry`. */
   dataDir?: string;
@@ -187,7 +191,8 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   if (givenToken !== undefined) assertStrongAdminToken(givenToken);
   const store = options.store ?? new SqliteStore({ path: join(options.dataDir ?? defaultProcessSettings.dataDir, 'ferry.db'), clock });
   const catalog = new Catalog(store, clock, createDestinationRegistry(options.destinationTypes));
-  await catalog.init({ sources: config.sources, destinations: config.destinations });
+  await applyIfChanged(store, config, { types: catalog.types, logger, clock, origin: 'the configuration file' });
+  await catalog.reload();
   const adminToken = await adminTokenInForce(store, givenToken);
 
   const sender =

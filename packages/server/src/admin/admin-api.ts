@@ -13,6 +13,7 @@ import { audienceRoutes, toView as audienceView } from './audience-routes.js';
 import { deliveryRoutes } from './delivery-routes.js';
 import { regulationRoutes } from './regulation-routes.js';
 import { replayRoutes } from './replay-routes.js';
+import { configRoutes } from './config-routes.js';
 import { adminRoutes, type AdminDeps } from './routes.js';
 import { tokenRoutes, tokenView } from './token-routes.js';
 import { tailRoutes } from './tail-routes.js';
@@ -30,6 +31,7 @@ export interface AdminApiDeps extends AdminDeps {
   audiences: { store: AudienceStore; sync: AudienceSync };
   /** The tokens in force: the bootstrap token and those made through the API. */
   tokens: AdminTokens;
+  /** Where changes applied through the API are logged (`config-routes.ts`). */
   logger: Logger;
 }
 
@@ -64,6 +66,7 @@ export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps)
           await tokenRoutes(v1, deps.tokens);
           await auditRoutes(v1, deps.store.audit);
           await tailRoutes(v1, { events: deps.events, clock: deps.clock });
+          await configRoutes(v1, deps);
         },
         { prefix: '/v1' },
       );

@@ -11,6 +11,7 @@ import { registerTokens } from './commands/tokens.js';
 import type { ServeFlags } from './settings.js';
 import type { DevOptions } from './dev.js';
 import type { ListenOptions } from './listen.js';
+import { registerConfigCommands } from './commands/config.js';
 
 const program = new Command().name('ferry').description('Ferry: Segment-compatible ingestion, durable store, signed webhook delivery.').version(ferryVersion);
 
@@ -51,6 +52,7 @@ registerReplay(program);
 registerTail(program);
 registerTokens(program);
 registerRegulations(program);
+registerConfigCommands(program);
 
 program.parseAsync().catch(async (error: unknown) => {
   // Already loaded when a configuration failed: whatever threw it imported it.

@@ -38,7 +38,7 @@ export async function startFromSettings(
 }
 
 /** The PostgreSQL store named by DATABASE_URL; any other scheme is refused rather than ignored. */
-async function openPostgres(databaseUrl: string, schema: string | undefined): Promise<Store> {
+export async function openPostgres(databaseUrl: string, schema: string | undefined): Promise<Store> {
   if (!/^postgres(ql)?:\/\//.test(databaseUrl)) throw new Error('DATABASE_URL must be a postgres:// URL (unset it to use the embedded SQLite store)');
   try {
     return await PgStore.open({ connectionString: databaseUrl, schema });

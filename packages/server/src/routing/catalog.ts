@@ -8,8 +8,8 @@ import { timersOf, type Clock, type TimerHandle } from '../util/clock.js';
 
 /**
  * Sources and destinations as the running server sees them: loaded from the store, where the
- * config file's entries are applied at start-up and the admin API's edits are persisted.
- * Reads are in memory because every ingestion request needs them.
+ * configuration is applied (`control/catalog-apply.ts`) and the admin API's edits are
+ * persisted. Reads are in memory because every ingestion request needs them.
  */
 export class Catalog extends EventEmitter<{ 'catalog:reloaded': [] }> {
   private sourcesById = new Map<string, SourceConfig>();
@@ -33,27 +33,6 @@ export class Catalog extends EventEmitter<{ 'catalog:reloaded': [] }> {
     readonly types: DestinationRegistry = builtInDestinationTypes,
   ) {
     super();
-  }
-
-  /**
-   * Applies the config file's entries over what the store holds (the file wins for the ids it
-   * names; entries created through the admin API stay), then loads everything.
-   */
-  async init(fromFile: { sources: SourceConfig[]; destinations: DestinationConfig[] }): Promise<void> {
-    // A write key names exactly one source: a file source may not take the key of a source
-    // created through the admin API, or its events would be credited to the other one.
-    const stored = await this.store.loadCatalog();
-    const fileIds = new Set(fromFile.sources.map((s) => s.id));
-    for (const s of fromFile.sources) {
-      const clash = stored.sources.find((o) => o.writeKey === s.writeKey && !fileIds.has(o.id));
-      if (clash)
-        throw new Error(
-          `source ${s.id} in the config file uses the write key of source ${clash.id}, created through the admin API; give one of them another key`,
-        );
-    }
-    for (const s of fromFile.sources) await this.store.saveSource(s);
-    for (const d of fromFile.destinations) await this.store.saveDestination(d);
-    await this.reload();
   }
 
   /** Re-reads the store; other nodes' admin edits become visible this way. */

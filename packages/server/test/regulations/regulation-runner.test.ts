@@ -36,7 +36,7 @@ function event(i: number): NewEvent {
 async function runnerOn(store: Store): Promise<RegulationRunner> {
   const clock = new ManualClock(t0);
   const catalog = new Catalog(store, clock);
-  await catalog.init({ sources: [], destinations: [] });
+  await catalog.reload();
   return new RegulationRunner({ store, catalog, clock, logger: capturedLogger().logger, batchSize: 1 });
 }
 

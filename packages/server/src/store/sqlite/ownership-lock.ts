@@ -11,7 +11,7 @@ import { dirname } from 'node:path';
  *
  * Creates the store's directory first, if missing.
  *
- * @throws Error naming the file when another store (in this process or another) holds it, or
+ * @throws StoreInUseError when another store (in this process or another) holds the file; Error naming it
  * when the directory or the lock cannot be created or written (see {@link cannotOpen}).
  */
 export function takeOwnership(path: string): Database.Database {
@@ -27,9 +27,19 @@ export function takeOwnership(path: string): Database.Database {
     return lock;
   } catch (error) {
     lock?.close();
-    if ((error as { code?: unknown }).code === 'SQLITE_BUSY')
-      throw new Error(`${path} is in use by another Ferry process; run one Ferry per data directory (or use PostgreSQL for several nodes)`);
+    if ((error as { code?: unknown }).code === 'SQLITE_BUSY') throw new StoreInUseError(path);
     throw cannotOpen(path, error);
+  }
+}
+
+/** Another store (in this process or another) holds the file: see {@link takeOwnership}. */
+export class StoreInUseError extends Error {
+  /** The database file. */
+  readonly path: string;
+  constructor(path: string) {
+    super(`${path} is in use by another Ferry process; run one Ferry per data directory (or use PostgreSQL for several nodes)`);
+    this.name = 'StoreInUseError';
+    this.path = path;
   }
 }
 
