@@ -23,6 +23,8 @@ import { BodyBudget } from './ingest/body-budget.js';
 import { ingestRoutes } from './ingest/routes.js';
 import { healthRoutes } from './lifecycle/health-routes.js';
 import { Lifecycle, type StopOptions } from './lifecycle/lifecycle.js';
+import { FerryMetrics } from './metrics/ferry-metrics.js';
+import { metricsRoutes } from './metrics/metrics-routes.js';
 import { RegulationRunner } from './regulations/regulation-runner.js';
 import { Catalog } from './routing/catalog.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
@@ -73,6 +75,13 @@ export interface FerryOptions {
   http?: Partial<HttpServerSettings>;
   /** Start the delivery loop with `start()`. Tests that drive the worker by hand turn it off. Default true. */
   deliver?: boolean;
+  /**
+   * Count what happens for `GET /metrics` and the recent attempts of the per-destination stats.
+   * Off, neither is kept and `/metrics` does not exist. Default true.
+   */
+  metrics?: boolean;
+  /** `GET /metrics` without the admin token (`ferry serve`: `FERRY_METRICS_PUBLIC`). Default false. */
+  metricsPublic?: boolean;
 }
 
 /** A running (or ready to run) Ferry server. */
@@ -95,6 +104,8 @@ export interface Ferry {
    * stage that emits, so they must be quick.
    */
   readonly events: EventBus;
+  /** The Prometheus series and recent attempts (`GET /metrics`); undefined when `metrics` is false. */
+  readonly metrics: FerryMetrics | undefined;
   /** The request-body bytes ingestion holds now, overall and without a header key, out of `limitBytes` (for metrics and tests). */
   readonly ingestBodyBudget: Pick<BodyBudget, 'heldBytes' | 'keylessHeldBytes' | 'limitBytes'>;
   /**
@@ -154,11 +165,28 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   const audiences = new AudienceSync({ audiences: store.audiences, catalog, clock, logger, settings: config.audiences, onQueued: wake, events });
 
   const app = createHttpServer({ limits, trustProxy: options.trustProxy ?? false, logger });
-  const lifecycle = new Lifecycle({ app, worker, audiences, regulations, sender, store, events, onStopping: () => catalog.stopRefreshing() });
+  const metrics =
+    options.metrics === false
+      ? undefined
+      : new FerryMetrics({ events, backlog: store, destinationIds: () => catalog.destinations().map((d) => d.id), clock });
+  const lifecycle = new Lifecycle({
+    app,
+    worker,
+    audiences,
+    regulations,
+    sender,
+    store,
+    events,
+    onStopping: () => {
+      catalog.stopRefreshing();
+      metrics?.close();
+    },
+  });
   app.addHook('onRequest', lifecycle.refuseWhileDraining);
   guardBodyDeadlines(app, limits.bodyTimeoutMs);
   answerErrors(app, { logger, isStoreUnavailable: (error) => store.isUnavailable(error) });
   await healthRoutes(app, { store, events, draining: () => lifecycle.draining });
+  if (metrics) await metricsRoutes(app, { metrics, adminTokenHash: adminToken.hash, public: options.metricsPublic });
   const ingestBodyBudget = new BodyBudget(limits.ingestBodyBudgetBytes);
   await app.register(async (scope) => ingestRoutes(scope, { store, catalog, clock, events, onCommitted: wake }, ingestBodyBudget));
   await registerAdminApi(app, {
@@ -169,6 +197,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     adminTokenHash: adminToken.hash,
     onQueued: wake,
     audiences: { store: store.audiences, sync: audiences },
+    attemptWindows: metrics?.windows,
   });
 
   return {
@@ -180,6 +209,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     audiences,
     logger,
     events,
+    metrics,
     ingestBodyBudget,
     generatedAdminToken: adminToken.generated,
     async start(port, host = '127.0.0.1') {

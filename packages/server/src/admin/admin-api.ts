@@ -5,7 +5,9 @@ import { notFound } from '../http/not-found.js';
 import { requireAdminToken } from './admin-auth.js';
 import { audienceRoutes } from './audience-routes.js';
 import { adminRoutes, type AdminDeps } from './routes.js';
+import { statsRoutes } from './stats-routes.js';
 import { refuseUnknownKeys } from './unknown-keys.js';
+import type { AttemptWindows } from '../metrics/attempt-windows.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -17,6 +19,8 @@ declare module 'fastify' {
 /** What the whole admin surface needs: the admin routes' dependencies, plus audiences. */
 export interface AdminApiDeps extends AdminDeps {
   audiences: { store: AudienceStore; sync: AudienceSync };
+  /** Recent attempts per destination for the stats; absent when metrics are off. */
+  attemptWindows?: Pick<AttemptWindows, 'stats'>;
 }
 
 /** The path every admin route lives under. */
@@ -42,6 +46,7 @@ export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps)
         async (v1) => {
           await adminRoutes(v1, deps);
           await audienceRoutes(v1, { audiences: deps.audiences.store, sync: deps.audiences.sync, catalog: deps.catalog, clock: deps.clock });
+          await statsRoutes(v1, { store: deps.store, catalog: deps.catalog, clock: deps.clock, windows: deps.attemptWindows });
         },
         { prefix: '/v1' },
       );

@@ -1,4 +1,5 @@
 import type { AudienceStore } from './audience-store.js';
+import type { BacklogReads } from './backlog.js';
 import type { CatalogStore } from './catalog-store.js';
 import type { DeliveryQueue, DeliveryStatus } from './delivery-queue.js';
 import type { DeliveryReads } from './delivery-reads.js';
@@ -10,6 +11,7 @@ import type { RegulationsStore } from './regulations-store.js';
  * import that role's module and depend on nothing else.
  */
 export type * from './audience-store.js';
+export type * from './backlog.js';
 export type * from './catalog-store.js';
 export type * from './delivery-queue.js';
 export type * from './delivery-reads.js';
@@ -32,7 +34,7 @@ export interface StoreStats {
  * Audiences are a role held as a property rather than mixed in: their methods (`create`,
  * `get`, `sync`...) name audience operations, not store ones.
  */
-export interface Store extends EventLog, DeliveryQueue, DeliveryReads, RegulationsStore, CatalogStore {
+export interface Store extends EventLog, DeliveryQueue, DeliveryReads, BacklogReads, RegulationsStore, CatalogStore {
   /** Which implementation this is, for logs. */
   readonly kind: 'sqlite' | 'postgres';
   /** Audiences and computed traits, on the same database (a sync's jobs commit with its members). */

@@ -3,6 +3,8 @@ import type { AudienceStore } from '../audience-store.js';
 import type { StoredCatalog } from '../catalog-store.js';
 import type { ClaimedDelivery, ClaimRequest, Completion, HeldLease, NewDelivery, ReplayFilter } from '../delivery-queue.js';
 import type { DeliveryDetail, DeliveryFilter, DeliveryView } from '../delivery-reads.js';
+import type { DestinationBacklog } from '../backlog.js';
+import { PgBacklog } from './pg-backlog.js';
 import type { IngestOutcome, IngestWrite, RejectionCount, RejectionView } from '../event-log.js';
 import type { ExecuteRegulationArgs, Regulation } from '../regulations-store.js';
 import type { Store, StoreStats } from '../store.js';
@@ -58,6 +60,7 @@ export class PgStore implements Store {
   private readonly eventLog: PgEventLog;
   private readonly completions: PgCompletions;
   private readonly reads: PgDeliveryReads;
+  private readonly backlogReads: PgBacklog;
   private readonly regulations: PgRegulations;
   private readonly catalog: PgCatalog;
 
@@ -68,6 +71,7 @@ export class PgStore implements Store {
     this.eventLog = new PgEventLog(pools.main);
     this.completions = new PgCompletions(pools);
     this.reads = new PgDeliveryReads(pools.main);
+    this.backlogReads = new PgBacklog(pools.main);
     this.regulations = new PgRegulations(pools.main, options);
     this.catalog = new PgCatalog(pools.main);
     this.audiences = new PgAudienceStore(pools.main);
@@ -128,6 +132,14 @@ export class PgStore implements Store {
   }
   getDelivery(id: number): Promise<DeliveryDetail | null> {
     return this.reads.getDelivery(id);
+  }
+
+  // backlog (pg-backlog.ts)
+  backlog(): Promise<DestinationBacklog[]> {
+    return this.backlogReads.backlog();
+  }
+  retryingCount(destinationId: string): Promise<number> {
+    return this.backlogReads.retryingCount(destinationId);
   }
 
   // regulations (pg-regulations.ts)

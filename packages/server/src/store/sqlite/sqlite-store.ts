@@ -4,6 +4,8 @@ import type { AudienceStore } from '../audience-store.js';
 import type { StoredCatalog } from '../catalog-store.js';
 import type { ClaimedDelivery, ClaimRequest, Completion, HeldLease, NewDelivery, ReplayFilter } from '../delivery-queue.js';
 import type { DeliveryDetail, DeliveryFilter, DeliveryView } from '../delivery-reads.js';
+import type { DestinationBacklog } from '../backlog.js';
+import { SqliteBacklog } from './sqlite-backlog.js';
 import type { IngestOutcome, IngestWrite, RejectionCount, RejectionView } from '../event-log.js';
 import type { ExecuteRegulationArgs, Regulation } from '../regulations-store.js';
 import type { Store, StoreStats } from '../store.js';
@@ -74,6 +76,7 @@ export class SqliteStore implements Store {
   private readonly claims: SqliteClaims;
   private readonly completions: SqliteCompletions;
   private readonly reads: SqliteDeliveryReads;
+  private readonly backlogReads: SqliteBacklog;
   private readonly regulations: SqliteRegulations;
   private readonly catalog: SqliteCatalog;
   private readonly walTruncation: CoalescedTask;
@@ -98,6 +101,7 @@ export class SqliteStore implements Store {
       this.claims = new SqliteClaims(this.db, this.leases, this.probe);
       this.completions = new SqliteCompletions(this.db, this.commits, this.leases, this.probe, this.deliveries, this.walTruncation);
       this.reads = new SqliteDeliveryReads(this.db, this.leases);
+      this.backlogReads = new SqliteBacklog(this.db);
       this.regulations = new SqliteRegulations(this.db, this.deliveries, this.walTruncation);
       this.catalog = new SqliteCatalog(this.db);
       this.audiences = new SqliteAudienceStore(this.db, this.deliveries);
@@ -155,6 +159,14 @@ export class SqliteStore implements Store {
   }
   getDelivery(id: number): Promise<DeliveryDetail | null> {
     return this.reads.getDelivery(id);
+  }
+
+  // backlog (sqlite-backlog.ts)
+  backlog(): Promise<DestinationBacklog[]> {
+    return this.backlogReads.backlog();
+  }
+  retryingCount(destinationId: string): Promise<number> {
+    return this.backlogReads.retryingCount(destinationId);
   }
 
   // regulations (sqlite-regulations.ts)

@@ -5,8 +5,12 @@ import * as deliveryQueue from './004-delivery-queue.js';
 import * as firstAttemptLog from './005-first-attempt-log.js';
 import * as deletion from './006-deletion.js';
 import * as linkedIdentities from './007-linked-identities.js';
+import * as deadLettersByDestination from './010-dead-letters-by-destination.js';
 
-/** Numbered PostgreSQL migrations, applied in order under an advisory lock; `ferry_migrations` records them. */
+/**
+ * Numbered PostgreSQL migrations, applied in order under an advisory lock; `ferry_migrations`
+ * records each one applied. Numbers must grow but may leave gaps: each missing one is applied.
+ */
 export const migrations: { version: number; sql: string }[] = [
   { version: 1, sql: init.sql },
   { version: 2, sql: audiences.sql },
@@ -15,4 +19,5 @@ export const migrations: { version: number; sql: string }[] = [
   { version: 5, sql: firstAttemptLog.sql },
   { version: 6, sql: deletion.sql },
   { version: 7, sql: linkedIdentities.sql },
+  { version: 10, sql: deadLettersByDestination.sql },
 ];

@@ -2,11 +2,16 @@ import * as init from './001-init.js';
 import * as audiences from './002-audiences.js';
 import * as deletion from './003-deletion.js';
 import * as linkedIdentities from './004-linked-identities.js';
+import * as deadLettersByDestination from './007-dead-letters-by-destination.js';
 
-/** Numbered migrations, applied in order; `PRAGMA user_version` records how many ran. */
+/**
+ * Numbered migrations, applied in order; `PRAGMA user_version` records the number of the last
+ * one that ran. Numbers must grow but may leave gaps (work on parallel branches reserves them).
+ */
 export const migrations: { version: number; sql: string }[] = [
   { version: 1, sql: init.sql },
   { version: 2, sql: audiences.sql },
   { version: 3, sql: deletion.sql },
   { version: 4, sql: linkedIdentities.sql },
+  { version: 7, sql: deadLettersByDestination.sql },
 ];
