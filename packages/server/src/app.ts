@@ -166,9 +166,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
 
   const app = createHttpServer({ limits, trustProxy: options.trustProxy ?? false, logger });
   const metrics =
-    options.metrics === false
-      ? undefined
-      : new FerryMetrics({ events, backlog: store, destinationIds: () => catalog.destinations().map((d) => d.id), clock });
+    options.metrics === false ? undefined : new FerryMetrics({ events, backlog: store, destinationIds: () => catalog.destinations().map((d) => d.id), clock });
   const lifecycle = new Lifecycle({
     app,
     worker,

@@ -33,7 +33,8 @@ export function bodyReservationBytes(headers: FastifyRequest['headers']): number
 export function ingestAdmission(deps: { catalog: Catalog; budget: BodyBudget; events: EventBus }) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
     const key = writeKeyFromBasicAuth(request.headers.authorization);
-    if (key !== undefined && !deps.catalog.sourceByWriteKey(key)) return refuse(deps.events, request, reply, new FerryError('unauthorized', 'unknown write key'));
+    if (key !== undefined && !deps.catalog.sourceByWriteKey(key))
+      return refuse(deps.events, request, reply, new FerryError('unauthorized', 'unknown write key'));
     const reservation = deps.budget.tryReserve(bodyReservationBytes(request.headers), { keyless: key === undefined });
     if (!reservation) {
       reply.header('retry-after', String(busyRetryAfterSeconds));

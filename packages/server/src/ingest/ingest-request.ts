@@ -70,7 +70,11 @@ export async function ingestRequest(req: IngestRequest, deps: IngestDeps): Promi
     const bodyKey = envelope.ok ? envelope.writeKey : bodyWriteKey(parsed);
     source = bodyKey === undefined ? undefined : deps.catalog.sourceByWriteKey(bodyKey);
     if (!source)
-      return refusal(deps, req.requestId, new FerryError('unauthorized', bodyKey === undefined ? 'no write key: send it as the Basic auth user name' : 'unknown write key'));
+      return refusal(
+        deps,
+        req.requestId,
+        new FerryError('unauthorized', bodyKey === undefined ? 'no write key: send it as the Basic auth user name' : 'unknown write key'),
+      );
   }
   if (!envelope.ok) return refusal(deps, req.requestId, new FerryError(envelope.code, envelope.message), source.id);
 

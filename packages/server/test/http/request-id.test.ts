@@ -51,7 +51,12 @@ test('the log lines about a request carry its id', async (t) => {
   const res = await fetch(`${ferry.url}/v1/batch`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: 'Basic ' + Buffer.from(`${writeKey}:`).toString('base64'), 'x-request-id': 'trace-42' },
-    body: JSON.stringify({ batch: [{ type: 'track', event: 'E', userId: 'u', messageId: 'ok' }, { type: 'bogus', messageId: 'bad' }] }),
+    body: JSON.stringify({
+      batch: [
+        { type: 'track', event: 'E', userId: 'u', messageId: 'ok' },
+        { type: 'bogus', messageId: 'bad' },
+      ],
+    }),
   });
   assert.equal(res.status, 200);
   assert.equal(res.headers.get('x-request-id'), 'trace-42');
@@ -63,7 +68,12 @@ test('the log lines about a request carry its id', async (t) => {
   const again = await fetch(`${ferry.url}/v1/batch`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: 'Basic ' + Buffer.from(`${writeKey}:`).toString('base64') },
-    body: JSON.stringify({ batch: [{ type: 'bogus', messageId: 'bad2' }, { type: 'track', event: 'E', userId: 'u', messageId: 'ok2' }] }),
+    body: JSON.stringify({
+      batch: [
+        { type: 'bogus', messageId: 'bad2' },
+        { type: 'track', event: 'E', userId: 'u', messageId: 'ok2' },
+      ],
+    }),
   });
   const made = again.headers.get('x-request-id');
   assert.match(made ?? '', uuid);
