@@ -10,6 +10,7 @@
  *   npx tsx bench/server/metrics.ts [--runs 4] [--seconds 5] [--events 30000] [--pending 1000000] [--store postgres]
  */
 import Database from 'better-sqlite3';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { copyData, fillBacklog, waitForArrivals } from './lib/backlog.js';
 import {
@@ -46,6 +47,9 @@ export interface MetricsSummary {
   scrapeMaxMs: number;
   /** Within 3 % both ways, and the scrape under 100 ms. */
   goalMet: boolean;
+  /** The machine's 5-minute load average at the end, and its cores: a ratio measured on a machine busy beyond its cores is mostly noise. */
+  loadAverage: number;
+  cores: number;
 }
 
 async function ingestRate(metrics: boolean, seconds: number, r: number): Promise<number> {
@@ -199,6 +203,8 @@ export async function runMetrics(opts: { runs: number; seconds: number; events: 
     scrapeMedianMs: round(median(scrape.ms.slice(1)), 1),
     scrapeMaxMs: round(Math.max(...scrape.ms.slice(1)), 1),
     goalMet: ingestRatio >= 0.97 && deliveryRatio >= 0.97 && median(scrape.ms.slice(1)) < 100,
+    loadAverage: round(loadavg()[1]!, 1),
+    cores: cpus().length,
   };
   printTable(
     `Metrics (${storeKind}): rates with metrics on beside off (medians of ${opts.runs} alternating pairs), and /metrics with ${scrape.pending.toLocaleString('en-US')} pending`,
