@@ -1514,7 +1514,7 @@ describe('PostgreSQL store: plans that touch only the jobs at hand', () => {
         );
         assert.deepEqual(
           rows.map((r) => r.indexname),
-          ['deliveries_dead', 'deliveries_message', 'deliveries_pkey', 'deliveries_user'],
+          ['deliveries_dead', 'deliveries_dead_destination', 'deliveries_message', 'deliveries_pkey', 'deliveries_user'],
         );
         const held = await client.query(
           `SELECT q.lease_owner, q.next_attempt_at FROM delivery_queue q JOIN deliveries d ON d.id = q.delivery_id WHERE d.message_id = 'held'`,
