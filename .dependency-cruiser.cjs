@@ -17,7 +17,7 @@ const layers = [
   ['delivery'],
   ['events'],
   ['ingest', 'audiences', 'regulations', 'replay'],
-  ['admin', 'lifecycle', 'http'],
+  ['admin', 'lifecycle', 'http', 'metrics'],
   ['app.ts'],
   ['cli', 'index.ts'],
 ];

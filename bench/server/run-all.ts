@@ -12,6 +12,7 @@
  *   npx tsx bench/server/run-all.ts --full     # backlog memory with 1,000,000 events (long)
  *   npx tsx bench/server/run-all.ts --quick    # one short run of each, for a smoke test
  *   npx tsx bench/server/run-all.ts --only ingest,delivery
+ *   npx tsx bench/server/run-all.ts --only metrics   # metrics on beside off, and /metrics with 1,000,000 pending
  *   npx tsx bench/server/run-all.ts --store postgres   # the same set against PostgreSQL
  */
 import { spawnSync } from 'node:child_process';
@@ -22,6 +23,7 @@ import { runDelivery } from './delivery.js';
 import { halfSustainableRate, runEndToEnd } from './end-to-end.js';
 import { runIngest } from './ingest.js';
 import { runIsolation } from './isolation.js';
+import { runMetrics } from './metrics.js';
 import { boolFlag, ensureStore, flag, log, printTable, releaseStore, repoRoot, resultsDir, storeKind, writeResults } from './lib/common.js';
 
 const full = boolFlag('full');
@@ -56,6 +58,8 @@ if (want('end-to-end'))
   results['end-to-end'] = await runEndToEnd({ rate: halfSustainableRate() ?? 2000, seconds: quick ? 5 : 15, runs: quick ? 1 : 3, warmupS: quick ? 1 : 2 });
 if (want('isolation'))
   results['isolation'] = { ...(await runIsolation({ events: sizes.isolationEvents, runs: quick ? 1 : 3, timeoutS: 180 })), events: sizes.isolationEvents };
+if (want('metrics'))
+  results['metrics'] = await runMetrics({ runs: quick ? 1 : 4, seconds: quick ? 2 : 5, events: quick ? 5_000 : 30_000, pending: quick ? 100_000 : 1_000_000 });
 if (want('backlog-memory')) results['backlog-memory'] = await runBacklogMemory({ events: sizes.backlogEvents, drainTimeoutS: full ? 1800 : 900 });
 
 const r = results;
@@ -83,6 +87,13 @@ if (r['backlog-memory'])
     `${r['backlog-memory'].events} events: peak ${r['backlog-memory'].peakSecondHalfMB} MB vs ${r['backlog-memory'].rssAt25PctMB} MB at 25 %; drained in ${r['backlog-memory'].drainS} s`,
     'flat, drains',
     r['backlog-memory'].goalMet ? 'met' : 'NOT met',
+  ]);
+if (r['metrics'])
+  rows.push([
+    '7 metrics',
+    `on/off: ingestion ${r['metrics'].ingestRatio} x, delivery ${r['metrics'].deliveryRatio} x; /metrics ${r['metrics'].scrapeMedianMs} ms with ${r['metrics'].pending} pending`,
+    '>= 0.97 x; < 100 ms',
+    r['metrics'].goalMet ? 'met' : 'NOT met',
   ]);
 printTable(`Server benchmarks, ${storeKind} store (${((Date.now() - started) / 60000).toFixed(1)} min)`, ['benchmark', 'result', 'goal', 'status'], rows);
 // A partial run (--only) updates its benchmarks in the summary and keeps the others' last results.

@@ -446,15 +446,25 @@ export interface FerryServer {
  * server gets `DATABASE_URL` and `FERRY_DATABASE_SCHEMA` = schemaFor(dataDir) (a fresh
  * schema, or the same one again when restarted on the same data dir); otherwise SQLite in dataDir.
  */
-export async function startFerry(opts: { configPath: string; dataDir: string; deliver?: boolean; nodeArgs?: string[] }): Promise<FerryServer> {
+export async function startFerry(opts: {
+  configPath: string;
+  dataDir: string;
+  deliver?: boolean;
+  nodeArgs?: string[];
+  /** Set: the bench launcher runs the server (delivering or not) with metrics on or off, for a side-by-side. */
+  metrics?: boolean;
+}): Promise<FerryServer> {
   const nodeArgs = [...(opts.nodeArgs ?? [])];
   const prof = process.env['BENCH_CPU_PROF'];
   if (prof) nodeArgs.push('--cpu-prof', `--cpu-prof-dir=${prof}`);
   nodeArgs.push(...(process.env['BENCH_SERVER_FLAGS'] ?? '').split(' ').filter((f) => f !== ''));
+  const launched = ['--import', 'tsx', launcher, '--config', opts.configPath, '--data', opts.dataDir];
   const cmd =
-    opts.deliver === false
-      ? [...nodeArgs, '--import', 'tsx', launcher, '--config', opts.configPath, '--data', opts.dataDir]
-      : [...nodeArgs, ferryBin, 'serve', '--config', opts.configPath, '--data', opts.dataDir, '--port', '0', '--host', '127.0.0.1'];
+    opts.metrics !== undefined
+      ? [...nodeArgs, ...launched, '--deliver', opts.deliver === false ? 'off' : 'on', '--metrics', opts.metrics ? 'on' : 'off']
+      : opts.deliver === false
+        ? [...nodeArgs, ...launched]
+        : [...nodeArgs, ferryBin, 'serve', '--config', opts.configPath, '--data', opts.dataDir, '--port', '0', '--host', '127.0.0.1'];
   const env: NodeJS.ProcessEnv = { ...process.env, FERRY_LOG_LEVEL: process.env['FERRY_LOG_LEVEL'] ?? 'error', FERRY_ADMIN_TOKEN: adminToken };
   delete env['DATABASE_URL'];
   delete env['FERRY_DATABASE_SCHEMA'];

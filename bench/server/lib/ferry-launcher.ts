@@ -1,12 +1,13 @@
 /**
  * Bench-only launcher of the Ferry server (TypeScript via tsx, importing the built
  * `packages/server/dist`): the same server `ferry serve` builds, listening on loopback on a
- * free port, but without starting the delivery worker. Used to fill a backlog and to measure
- * ingestion on its own. Prints `Ferry listening on <url>` like the CLI and stops cleanly on
+ * free port, without starting the delivery worker unless `--deliver on`. Used to fill a backlog,
+ * to measure ingestion on its own, and (`--metrics on|off`) to compare a server with metrics
+ * and one without. Prints `Ferry listening on <url>` like the CLI and stops cleanly on
  * SIGTERM. Like `ferry serve`, it uses PostgreSQL when `DATABASE_URL` is set (schema
  * `FERRY_DATABASE_SCHEMA`, created if missing), else SQLite in the data dir.
  *
- *   node --import tsx bench/server/lib/ferry-launcher.ts --config FILE --data DIR
+ *   node --import tsx bench/server/lib/ferry-launcher.ts --config FILE --data DIR [--deliver on] [--metrics off]
  */
 import { applyEnvironment, createFerry, loadConfigFile, PgStore } from '../../../packages/server/dist/index.js';
 
@@ -16,12 +17,20 @@ const arg = (name: string): string => {
   return process.argv[i + 1]!;
 };
 
+const option = (name: string): string | undefined => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i === -1 ? undefined : process.argv[i + 1];
+};
+const deliver = option('deliver') === 'on';
+const metrics = option('metrics') !== 'off';
+
 const config = applyEnvironment(loadConfigFile(arg('config'), process.env), process.env);
 const databaseUrl = process.env['DATABASE_URL'] || undefined;
 const store = databaseUrl ? await PgStore.open({ connectionString: databaseUrl, schema: process.env['FERRY_DATABASE_SCHEMA'] || undefined }) : undefined;
-const ferry = await createFerry({ config, dataDir: arg('data'), adminToken: process.env['FERRY_ADMIN_TOKEN'], deliver: false, store });
+const logLevel = (process.env['FERRY_LOG_LEVEL'] || 'info') as 'info';
+const ferry = await createFerry({ config, dataDir: arg('data'), adminToken: process.env['FERRY_ADMIN_TOKEN'], deliver, metrics, logLevel, store });
 const url = await ferry.start(0, '127.0.0.1');
-process.stdout.write(`Ferry listening on ${url} (store: ${ferry.store.kind}, delivery off)\n`);
+process.stdout.write(`Ferry listening on ${url} (store: ${ferry.store.kind}, delivery ${deliver ? 'on' : 'off'}, metrics ${metrics ? 'on' : 'off'})\n`);
 let stopping = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const)
   process.on(signal, () => {

@@ -25,6 +25,8 @@ import { BodyBudget } from './ingest/body-budget.js';
 import { ingestRoutes } from './ingest/routes.js';
 import { healthRoutes } from './lifecycle/health-routes.js';
 import { Lifecycle, type StopOptions } from './lifecycle/lifecycle.js';
+import { FerryMetrics } from './metrics/ferry-metrics.js';
+import { metricsRoutes } from './metrics/metrics-routes.js';
 import { RegulationRunner } from './regulations/regulation-runner.js';
 import { defaultReplaySettings, ReplayJobRunner, type ReplaySettings } from './replay/replay-job-runner.js';
 import { Catalog } from './routing/catalog.js';
@@ -84,6 +86,13 @@ export interface FerryOptions {
   replay?: Partial<ReplaySettings>;
   /** Start the delivery loop with `start()`. Tests that drive the worker by hand turn it off. Default true. */
   deliver?: boolean;
+  /**
+   * Count what happens for `GET /metrics` and the recent attempts of the per-destination stats.
+   * Off, neither is kept and `/metrics` does not exist. Default true.
+   */
+  metrics?: boolean;
+  /** `GET /metrics` without the admin token (`ferry serve`: `FERRY_METRICS_PUBLIC`). Default false. */
+  metricsPublic?: boolean;
   /**
    * A listener of its own for the admin API (and `/metrics`), e.g. on a loopback or internal
    * address (`ferry serve`: `--admin-port`, `--admin-host`): those paths then answer only
@@ -147,6 +156,8 @@ export interface Ferry {
    * stage that emits, so they must be quick.
    */
   readonly events: EventBus;
+  /** The Prometheus series and recent attempts (`GET /metrics`); undefined when `metrics` is false. */
+  readonly metrics: FerryMetrics | undefined;
   /** The request-body bytes ingestion holds now, overall and without a header key, out of `limitBytes` (for metrics and tests). */
   readonly ingestBodyBudget: Pick<BodyBudget, 'heldBytes' | 'keylessHeldBytes' | 'limitBytes'>;
   /**
@@ -214,6 +225,8 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   const audiences = new AudienceSync({ audiences: store.audiences, catalog, clock, logger, settings: config.audiences, onQueued: wake, events });
 
   const app = createHttpServer({ limits, trustProxy: options.trustProxy ?? false, logger });
+  const metrics =
+    options.metrics === false ? undefined : new FerryMetrics({ events, backlog: store, destinationIds: () => catalog.destinations().map((d) => d.id), clock });
   // The admin listener is a server of its own, with the same limits: nothing of /admin is reachable on the public one.
   const adminApp = options.admin ? createHttpServer({ limits, trustProxy: options.trustProxy ?? false, logger }) : app;
   const servers = adminApp === app ? [app] : [app, adminApp];
@@ -227,7 +240,10 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     sender,
     store,
     events,
-    onStopping: () => catalog.stopRefreshing(),
+    onStopping: () => {
+      catalog.stopRefreshing();
+      metrics?.close();
+    },
   });
   for (const server of servers) {
     server.addHook('onRequest', lifecycle.refuseWhileDraining);
@@ -250,7 +266,9 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     audiences: { store: store.audiences, sync: audiences },
     tokens,
     logger,
+    attemptWindows: metrics?.windows,
   });
+  if (metrics) await metricsRoutes(adminApp, { metrics, tokens, public: options.metricsPublic });
 
   const listen = async (port: number, host: string): Promise<FerryUrls> => {
     const url = (await app.listen({ port, host })).replace('[::1]', 'localhost');
@@ -293,6 +311,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     audiences,
     logger,
     events,
+    metrics,
     ingestBodyBudget,
     generatedAdminToken: adminToken.generated,
     start,

@@ -17,7 +17,9 @@ import { configRoutes } from './config-routes.js';
 import { adminRoutes, type AdminDeps } from './routes.js';
 import { tokenRoutes, tokenView } from './token-routes.js';
 import { tailRoutes } from './tail-routes.js';
+import { statsRoutes } from './stats-routes.js';
 import { refuseUnknownKeys } from './unknown-keys.js';
+import type { AttemptWindows } from '../metrics/attempt-windows.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -33,6 +35,8 @@ export interface AdminApiDeps extends AdminDeps {
   tokens: AdminTokens;
   /** Where changes applied through the API are logged (`config-routes.ts`). */
   logger: Logger;
+  /** Recent attempts per destination for the stats; absent when metrics are off. */
+  attemptWindows?: Pick<AttemptWindows, 'stats'>;
 }
 
 /** The path every admin route lives under. */
@@ -67,6 +71,7 @@ export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps)
           await auditRoutes(v1, deps.store.audit);
           await tailRoutes(v1, { events: deps.events, clock: deps.clock });
           await configRoutes(v1, deps);
+          await statsRoutes(v1, { store: deps.store, catalog: deps.catalog, clock: deps.clock, windows: deps.attemptWindows });
         },
         { prefix: '/v1' },
       );

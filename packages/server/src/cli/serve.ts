@@ -24,6 +24,7 @@ export async function startFromSettings(
     store,
     logLevel: settings.logLevel,
     trustProxy: settings.trustProxy,
+    metricsPublic: settings.metricsPublic,
     http: settings.http,
     admin: settings.admin,
   });

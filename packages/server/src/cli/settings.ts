@@ -38,6 +38,8 @@ export interface Settings {
   logLevel: LevelWithSilent;
   /** `FERRY_TRUST_PROXY`. */
   trustProxy: boolean;
+  /** `FERRY_METRICS_PUBLIC`: `GET /metrics` without the admin token. */
+  metricsPublic: boolean;
   /** `FERRY_MAX_CONNECTIONS_PER_ADDRESS` and `FERRY_INGEST_BODY_BUDGET_BYTES`, those that are set. */
   http: Partial<HttpServerSettings>;
   /**
@@ -83,6 +85,7 @@ export function readSettings(flags: ServeFlags, env: NodeJS.ProcessEnv): Setting
     adminToken: fromEnv('FERRY_ADMIN_TOKEN'),
     logLevel: logLevelFrom(env),
     trustProxy: switchFrom(env, 'FERRY_TRUST_PROXY') ?? false,
+    metricsPublic: switchFrom(env, 'FERRY_METRICS_PUBLIC') ?? false,
     http: httpLimitsFrom(env),
     admin: adminListenerFrom(flags, env, port),
   };

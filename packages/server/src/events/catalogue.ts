@@ -17,13 +17,17 @@ export interface RejectedMessage {
 export interface FerryEvents {
   /** Ingestion committed a request's messages (`ingest/`). `count` new events, `duplicates` already stored. */
   'ingest:accepted': { sourceId: string; count: number; duplicates: number };
-  /** Some messages of an otherwise accepted request were refused, one entry each (`ingest/`); nothing of them was stored. */
-  'ingest:rejected': { sourceId: string; rejected: RejectedMessage[] };
+  /**
+   * Some messages of an otherwise accepted request were refused, one entry each (`ingest/`);
+   * nothing of them was stored. `requestId`: the HTTP request's `X-Request-Id`.
+   */
+  'ingest:rejected': { sourceId: string; rejected: RejectedMessage[]; requestId?: string };
   /**
    * A whole ingestion request was refused and nothing stored (`ingest/`). `sourceId` once the
-   * write key was known; `error` when the store failed (`store_unavailable`).
+   * write key was known; `error` when the store failed (`store_unavailable`); `requestId`: the
+   * HTTP request's `X-Request-Id`.
    */
-  'ingest:refused': { code: ErrorCode; status: number; sourceId?: string; error?: unknown };
+  'ingest:refused': { code: ErrorCode; status: number; sourceId?: string; error?: unknown; requestId?: string };
   /** A deletion request was carried out (`regulations/`); counts only, never a user id. */
   'regulation:done': { regulationId: string; eventsDeleted: number; deliveriesDeleted: number; notices: number };
   /** An audience sync finished, with or without changes (`audiences/`). */

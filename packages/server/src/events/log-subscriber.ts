@@ -8,7 +8,8 @@ export const ingestErrorLogIntervalMs = 60_000;
 
 /**
  * Writes the log lines of the events whose stages do not log themselves (ingestion, the
- * readiness check); the texts and levels are those docs/operations.md lists. A store failure
+ * readiness check, a delivery's success at `debug`); a line about an HTTP request carries its
+ * id as `reqId`, as the answer carries it in `X-Request-Id`. The texts and levels are those docs/operations.md lists. A store failure
  * that refuses requests (a full disk refuses every one) is logged through a
  * {@link RepeatedErrorLog}: in full once per kind of error, then one line per interval with a
  * count, and a line when a commit succeeds again.
@@ -22,13 +23,17 @@ export function logEvents(bus: EventBus, logger: Logger, clock: Clock): void {
     recoveredMessage: 'ingestion commits work again',
   });
   bus.on('ingest:accepted', () => commitErrors.resolved());
-  bus.on('ingest:rejected', ({ sourceId, rejected }) =>
-    logger.info({ sourceId, rejected: rejected.length, codes: [...new Set(rejected.map((r) => r.code))] }, 'messages rejected'),
+  bus.on('ingest:rejected', ({ sourceId, rejected, requestId }) =>
+    logger.info({ reqId: requestId, sourceId, rejected: rejected.length, codes: [...new Set(rejected.map((r) => r.code))] }, 'messages rejected'),
   );
-  bus.on('ingest:refused', ({ sourceId, error }) => {
+  bus.on('ingest:refused', ({ sourceId, error, requestId }) => {
     // Refusals of the client's own making (a bad key, bad JSON) are answered, not logged.
-    if (error !== undefined) commitErrors.report(error, { sourceId });
+    if (error !== undefined) commitErrors.report(error, { reqId: requestId, sourceId });
   });
+  // Listening makes the worker build an event per success, many thousand a second: only when
+  // the line would be written. A level changed later is not followed.
+  if (logger.isLevelEnabled('debug'))
+    bus.on('delivery:succeeded', ({ id, destinationId, attempts }) => logger.debug({ deliveryId: id, destinationId, attempts }, 'delivery succeeded'));
   bus.on('store:unavailable', ({ error }) => logger.warn({ err: error }, 'store not ready; /health/ready answers 503'));
   bus.on('store:ready', () => logger.info('store ready again'));
 }

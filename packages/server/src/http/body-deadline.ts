@@ -9,17 +9,17 @@ import { FerryError } from '../errors/error-codes.js';
  */
 export function guardBodyDeadlines(app: FastifyInstance, bodyTimeoutMs: number): void {
   app.addHook('onRequest', async (request, reply) => {
-    if (!request.raw.complete) guardBodyDeadline(request.raw, reply.raw, bodyTimeoutMs);
+    if (!request.raw.complete) guardBodyDeadline(request.raw, reply.raw, bodyTimeoutMs, request.id);
   });
 }
 
-function guardBodyDeadline(raw: IncomingMessage, response: ServerResponse, bodyTimeoutMs: number): void {
+function guardBodyDeadline(raw: IncomingMessage, response: ServerResponse, bodyTimeoutMs: number, requestId: string): void {
   const timer = setTimeout(() => {
     // An answer already on its way (say an early 413) is left alone: never a second response.
     if (raw.complete || response.headersSent || raw.socket.destroyed) return;
     const body = JSON.stringify(new FerryError('request_timeout', `the request body was not received within ${bodyTimeoutMs} ms`).toBody());
     raw.socket.end(
-      `HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      `HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nX-Request-Id: ${requestId}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
     );
     raw.socket.destroySoon();
   }, bodyTimeoutMs);

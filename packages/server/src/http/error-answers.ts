@@ -30,16 +30,16 @@ export function answerErrors(app: FastifyInstance, deps: ErrorAnswerDeps): void 
     if (error instanceof FerryError) return reply.code(error.status).send(error.toBody());
     // A hang-up mid-body also surfaces as ECONNRESET: the client's doing, not an outage. No one is left to read the answer.
     if (isClientAbort(request.raw)) {
-      logger.info({ url: request.url }, 'client closed the connection before sending its whole request');
+      logger.info({ reqId: request.id, url: request.url }, 'client closed the connection before sending its whole request');
       return reply.code(400).send(new FerryError('bad_request', 'the request ended before its body was complete').toBody());
     }
     if (deps.isStoreUnavailable(error)) {
-      logger.error({ err: error, url: request.url }, 'store unavailable; answered 503');
+      logger.error({ reqId: request.id, err: error, url: request.url }, 'store unavailable; answered 503');
       return reply.code(503).send(new FerryError('store_unavailable').toBody());
     }
     const status = error.statusCode ?? 500;
     if (status >= 500) {
-      logger.error({ err: error, url: request.url }, 'request failed');
+      logger.error({ reqId: request.id, err: error, url: request.url }, 'request failed');
       return reply.code(500).send(new FerryError('internal_error').toBody());
     }
     return reply.code(status).send(new FerryError(clientErrorCode(status, error), error.message).toBody());

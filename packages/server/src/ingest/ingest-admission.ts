@@ -33,11 +33,12 @@ export function bodyReservationBytes(headers: FastifyRequest['headers']): number
 export function ingestAdmission(deps: { catalog: Catalog; budget: BodyBudget; events: EventBus }) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
     const key = writeKeyFromBasicAuth(request.headers.authorization);
-    if (key !== undefined && !deps.catalog.sourceByWriteKey(key)) return refuse(deps.events, reply, new FerryError('unauthorized', 'unknown write key'));
+    if (key !== undefined && !deps.catalog.sourceByWriteKey(key))
+      return refuse(deps.events, request, reply, new FerryError('unauthorized', 'unknown write key'));
     const reservation = deps.budget.tryReserve(bodyReservationBytes(request.headers), { keyless: key === undefined });
     if (!reservation) {
       reply.header('retry-after', String(busyRetryAfterSeconds));
-      return refuse(deps.events, reply, new FerryError('server_busy'));
+      return refuse(deps.events, request, reply, new FerryError('server_busy'));
     }
     // 'close' comes once, after the answer was sent (so after the request was processed) or
     // when the client went away first.
@@ -46,7 +47,7 @@ export function ingestAdmission(deps: { catalog: Catalog; budget: BodyBudget; ev
   };
 }
 
-function refuse(events: EventBus, reply: FastifyReply, error: FerryError): FastifyReply {
-  events.emit('ingest:refused', { code: error.code, status: error.status });
+function refuse(events: EventBus, request: FastifyRequest, reply: FastifyReply, error: FerryError): FastifyReply {
+  events.emit('ingest:refused', { code: error.code, status: error.status, requestId: request.id });
   return reply.code(error.status).header('connection', 'close').send(error.toBody());
 }

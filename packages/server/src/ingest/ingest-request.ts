@@ -15,6 +15,8 @@ export interface IngestRequest {
   rawBody: Buffer | undefined;
   headers: { 'content-encoding'?: string; authorization?: string };
   ip: string | undefined;
+  /** The request's id (`X-Request-Id`), carried by the events it causes, so their log lines name it. */
+  requestId?: string;
 }
 
 /** The answer to send. */
@@ -55,12 +57,12 @@ export async function ingestRequest(req: IngestRequest, deps: IngestDeps): Promi
   // for clients that send no header.
   const headerKey = writeKeyFromBasicAuth(req.headers.authorization);
   let source = headerKey === undefined ? undefined : deps.catalog.sourceByWriteKey(headerKey);
-  if (headerKey !== undefined && !source) return refusal(deps, new FerryError('unauthorized', 'unknown write key'));
+  if (headerKey !== undefined && !source) return refusal(deps, req.requestId, new FerryError('unauthorized', 'unknown write key'));
   let parsed: unknown;
   try {
     parsed = await readJsonBody(req.rawBody, req.headers);
   } catch (error) {
-    if (error instanceof FerryError) return refusal(deps, error);
+    if (error instanceof FerryError) return refusal(deps, req.requestId, error);
     throw error;
   }
   const envelope = readEnvelope(parsed, req.route);
@@ -68,9 +70,13 @@ export async function ingestRequest(req: IngestRequest, deps: IngestDeps): Promi
     const bodyKey = envelope.ok ? envelope.writeKey : bodyWriteKey(parsed);
     source = bodyKey === undefined ? undefined : deps.catalog.sourceByWriteKey(bodyKey);
     if (!source)
-      return refusal(deps, new FerryError('unauthorized', bodyKey === undefined ? 'no write key: send it as the Basic auth user name' : 'unknown write key'));
+      return refusal(
+        deps,
+        req.requestId,
+        new FerryError('unauthorized', bodyKey === undefined ? 'no write key: send it as the Basic auth user name' : 'unknown write key'),
+      );
   }
-  if (!envelope.ok) return refusal(deps, new FerryError(envelope.code, envelope.message), source.id);
+  if (!envelope.ok) return refusal(deps, req.requestId, new FerryError(envelope.code, envelope.message), source.id);
 
   const destinations = deps.catalog.enabledDestinationsOf(source.id);
   const meta = { receivedAtMs, ip: req.ip, newMessageId: randomUUID };
@@ -103,10 +109,10 @@ export async function ingestRequest(req: IngestRequest, deps: IngestDeps): Promi
     if (outcome.deliveries > 0) deps.onCommitted?.();
     if (events.length > 0) deps.events.emit('ingest:accepted', { sourceId: source.id, count: outcome.inserted, duplicates: outcome.duplicates });
   } catch (error) {
-    return refusal(deps, new FerryError('store_unavailable'), source.id, error);
+    return refusal(deps, req.requestId, new FerryError('store_unavailable'), source.id, error);
   }
   if (rejected.length > 0) {
-    deps.events.emit('ingest:rejected', { sourceId: source.id, rejected: rejected.map(({ index, code }) => ({ index, code })) });
+    deps.events.emit('ingest:rejected', { sourceId: source.id, rejected: rejected.map(({ index, code }) => ({ index, code })), requestId: req.requestId });
     if (single) {
       const r = rejected[0]!;
       return { status: 400, body: { success: false, errors: [{ code: r.code, message: r.message }] } };
@@ -117,8 +123,8 @@ export async function ingestRequest(req: IngestRequest, deps: IngestDeps): Promi
 }
 
 /** The answer to a request refused whole, of which nothing is stored; `cause` is the store's failure. */
-function refusal(deps: IngestDeps, error: FerryError, sourceId?: string, cause?: unknown): IngestAnswer {
-  deps.events.emit('ingest:refused', { code: error.code, status: error.status, sourceId, error: cause });
+function refusal(deps: IngestDeps, requestId: string | undefined, error: FerryError, sourceId?: string, cause?: unknown): IngestAnswer {
+  deps.events.emit('ingest:refused', { code: error.code, status: error.status, sourceId, error: cause, requestId });
   return { status: error.status, body: error.toBody() as unknown as Record<string, unknown> };
 }
 

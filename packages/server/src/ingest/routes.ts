@@ -59,6 +59,7 @@ export async function ingestRoutes(app: FastifyInstance, deps: IngestDeps, budge
               authorization: request.headers.authorization,
             },
             ip: request.ip,
+            requestId: request.id,
           },
           deps,
         ),

@@ -1,5 +1,6 @@
 import type { AudienceStore } from './audience-store.js';
 import type { AuditLog } from './audit-log.js';
+import type { BacklogReads } from './backlog.js';
 import type { CatalogStore } from './catalog-store.js';
 import type { DeliveryQueue, DeliveryStatus } from './delivery-queue.js';
 import type { DeliveryReads } from './delivery-reads.js';
@@ -14,6 +15,7 @@ import type { TokenStore } from './token-store.js';
  */
 export type * from './audience-store.js';
 export type * from './audit-log.js';
+export type * from './backlog.js';
 export type * from './catalog-store.js';
 export type * from './delivery-queue.js';
 export type * from './delivery-reads.js';
@@ -39,7 +41,7 @@ export interface StoreStats {
  * in: their methods (`create`, `get`, `sync`, `revoke`, `append`...) name their own
  * operations, not the store's.
  */
-export interface Store extends EventLog, DeliveryQueue, DeliveryReads, RegulationsStore, ReplayJobsStore, CatalogStore {
+export interface Store extends EventLog, DeliveryQueue, DeliveryReads, BacklogReads, RegulationsStore, ReplayJobsStore, CatalogStore {
   /** Which implementation this is, for logs. */
   readonly kind: 'sqlite' | 'postgres';
   /** Audiences and computed traits, on the same database (a sync's jobs commit with its members). */

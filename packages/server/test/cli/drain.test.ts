@@ -2,8 +2,10 @@
  * The drain of the real `ferry serve` process on SIGTERM: readiness fails at once, new
  * requests (on a keep-alive socket opened before the signal, too) get 503 `shutting_down`
  * with `Connection: close`, an attempt in flight at a slow receiver completes and is
- * recorded, then the process exits 0. The receiver holds the attempt until the test has
- * looked, so the listener is known to be open while it looks: no timing is assumed.
+ * recorded, an ingestion request whose head came before the signal is answered 200 and
+ * stored (nothing acknowledged is lost), then the process exits 0. The receiver holds the
+ * attempt until the test has looked, so the listener is known to be open while it looks: no
+ * timing is assumed.
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -56,7 +58,7 @@ function keepAliveSocket(port: number): { socket: Socket; request(text: string):
   };
 }
 
-test('SIGTERM drains: readiness 503 at once, new requests 503 with Connection: close, the attempt in flight is recorded, exit 0', async (t) => {
+test('SIGTERM drains: readiness 503 at once, new requests 503 with Connection: close, requests and attempts in flight finish and are recorded, exit 0', async (t) => {
   const after = cleanups(t);
   const dir = mkdtempSync(join(tmpdir(), 'ferry-drain-'));
   after(() => rmSync(dir, { recursive: true, force: true }));
@@ -112,6 +114,16 @@ test('SIGTERM drains: readiness 503 at once, new requests 503 with Connection: c
   assert.equal(track.status, 200);
   await within(10_000, 'the held attempt to reach the receiver', firstArrival);
 
+  // A request in flight as the signal comes: its head is in (the server's `100 Continue` says
+  // so, sent as the request is handed to the routes), the rest of its body not yet.
+  const inFlightBody = JSON.stringify({ userId: 'u3', event: 'In flight', messageId: 'inflight-1' });
+  const inFlight = keepAliveSocket(port);
+  after(() => void inFlight.socket.destroy());
+  const continued = inFlight.request(
+    `POST /v1/track HTTP/1.1\r\nHost: ferry\r\nAuthorization: ${auth}\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: ${Buffer.byteLength(inFlightBody)}\r\n\r\n`,
+  );
+  assert.match((await within(10_000, 'the 100 Continue', continued)).head, /^HTTP\/1\.1 100 Continue/);
+
   ferry.child.kill('SIGTERM');
   await ferry.waitForOutput(/SIGTERM: draining/);
 
@@ -131,6 +143,11 @@ test('SIGTERM drains: readiness 503 at once, new requests 503 with Connection: c
   const admin = await fetch(`${base}/admin/v1/stats`, { headers: { authorization: 'Bearer drain-test-admin-token-32-characters' } });
   assert.equal(admin.status, 503, 'the admin API is refused too');
 
+  // The request in flight is answered as usual, and what it acknowledged is stored.
+  const answered = await within(10_000, 'the answer to the request in flight', inFlight.request(inFlightBody));
+  assert.match(answered.head, /^HTTP\/1\.1 200/);
+  assert.deepEqual(JSON.parse(answered.body), { success: true });
+
   // The attempt in flight finishes; then the process stops by itself.
   for (const res of held) res.writeHead(200).end('ok');
   assert.deepEqual(await within(15_000, 'ferry serve to exit after the drain', ferry.exited), { code: 0, signal: null });
@@ -139,8 +156,11 @@ test('SIGTERM drains: readiness 503 at once, new requests 503 with Connection: c
   after(() => store.close());
   const deliveries = await store.listDeliveries({ limit: 10 });
   assert.deepEqual(
-    deliveries.map((d) => [d.messageId, d.status, d.attemptCount]),
-    [['held-1', 'succeeded', 1]],
-    'the held attempt was recorded as a success, and the late event was not stored',
+    deliveries.map((d) => [d.messageId, d.status, d.attemptCount]).sort(),
+    [
+      ['held-1', 'succeeded', 1],
+      ['inflight-1', 'pending', 0],
+    ],
+    'the held attempt was recorded as a success, the acknowledged in-flight event waits for the next start, and the late event was not stored',
   );
 });

@@ -34,6 +34,7 @@ describe('readSettings', () => {
     assert.equal(settings.drainMs, 5000);
     assert.equal(settings.logLevel, 'info');
     assert.equal(settings.trustProxy, false);
+    assert.equal(settings.metricsPublic, false);
     assert.equal(settings.databaseUrl, undefined);
     assert.deepEqual(settings.http, {});
     assert.equal(settings.dataDir, resolve('./.ferry'));
@@ -52,6 +53,7 @@ describe('readSettings', () => {
       FERRY_ADMIN_TOKEN: 'a-token-of-at-least-32-characters!',
       FERRY_LOG_LEVEL: 'Debug',
       FERRY_TRUST_PROXY: 'yes',
+      FERRY_METRICS_PUBLIC: '1',
       FERRY_MAX_CONNECTIONS_PER_ADDRESS: '7',
       FERRY_ADMIN_PORT: '9100',
     };
@@ -69,6 +71,7 @@ describe('readSettings', () => {
         adminToken: 'a-token-of-at-least-32-characters!',
         logLevel: 'debug',
         trustProxy: true,
+        metricsPublic: true,
         http: { maxConnectionsPerAddress: 7 },
         admin: { port: 9100, host: '127.0.0.1' },
       },
@@ -89,6 +92,7 @@ describe('readSettings', () => {
       [{ FERRY_DRAIN_MS: '-1' }, /FERRY_DRAIN_MS\) must be an integer from 0 to 300000 ms/],
       [{ FERRY_LOG_LEVEL: 'verbose' }, /^FERRY_LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent \(got "verbose"\)$/],
       [{ FERRY_TRUST_PROXY: 'on' }, /^FERRY_TRUST_PROXY must be 1, true, yes, 0, false or no \(got "on"\)$/],
+      [{ FERRY_METRICS_PUBLIC: 'open' }, /^FERRY_METRICS_PUBLIC must be 1, true, yes, 0, false or no \(got "open"\)$/],
       [{ FERRY_INGEST_BODY_BUDGET_BYTES: '64MiB' }, /^FERRY_INGEST_BODY_BUDGET_BYTES must be an integer/],
       [{ FERRY_ADMIN_PORT: 'nine' }, /^the admin port \(--admin-port, FERRY_ADMIN_PORT\) must be an integer from 0 to 65535 \(got nine\)$/],
       [{ FERRY_ADMIN_PORT: '8080' }, /^the admin port \(--admin-port, FERRY_ADMIN_PORT\) must differ from the port \(8080\)$/],

@@ -1514,9 +1514,10 @@ describe('PostgreSQL store: plans that touch only the jobs at hand', () => {
         );
         assert.deepEqual(
           rows.map((r) => r.indexname),
-          // None holds a column that recording an outcome changes (migration 8 added the search's).
+          // None holds a column that recording an outcome changes (migration 8 added the search's, 10 the dead letters by destination).
           [
             'deliveries_dead',
+            'deliveries_dead_destination',
             'deliveries_destination',
             'deliveries_event',
             'deliveries_message',

@@ -10,10 +10,12 @@ export async function migrate(pool: pg.Pool, schema: string): Promise<void> {
     await client.query(`SELECT pg_advisory_lock(hashtext('ferry_migrations_' || $1))`, [schema]);
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
     await client.query(`CREATE TABLE IF NOT EXISTS ferry_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)`);
-    const { rows } = await client.query<{ v: number | null }>(`SELECT MAX(version) AS v FROM ferry_migrations`);
-    const current = rows[0]?.v ?? 0;
+    // Each one applied is recorded, not the last: a migration numbered below one already
+    // applied (branches merged in another order than they were numbered) still runs.
+    const { rows } = await client.query<{ version: number }>(`SELECT version FROM ferry_migrations`);
+    const applied = new Set(rows.map((r) => r.version));
     for (const m of migrations) {
-      if (m.version <= current) continue;
+      if (applied.has(m.version)) continue;
       await client.query('BEGIN');
       await client.query(m.sql);
       await client.query(`INSERT INTO ferry_migrations (version, applied_at) VALUES ($1, $2)`, [m.version, Date.now()]);

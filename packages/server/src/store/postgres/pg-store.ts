@@ -4,6 +4,8 @@ import type { AuditLog } from '../audit-log.js';
 import type { StoredCatalog } from '../catalog-store.js';
 import type { ClaimedDelivery, ClaimRequest, Completion, HeldLease, NewDelivery, ReplayFilter } from '../delivery-queue.js';
 import type { DeliveryDetail, DeliveryFilter, DeliveryView } from '../delivery-reads.js';
+import type { DestinationBacklog } from '../backlog.js';
+import { PgBacklog } from './pg-backlog.js';
 import type { IngestOutcome, IngestWrite, RejectionCount, RejectionView } from '../event-log.js';
 import type { ExecuteRegulationArgs, Regulation, RegulationCursor } from '../regulations-store.js';
 import type { ReplayJobBatchArgs, ReplayJobCursor, ReplayJobRecord } from '../replay-jobs-store.js';
@@ -66,6 +68,7 @@ export class PgStore implements Store {
   private readonly eventLog: PgEventLog;
   private readonly completions: PgCompletions;
   private readonly reads: PgDeliveryReads;
+  private readonly backlogReads: PgBacklog;
   private readonly regulations: PgRegulations;
   private readonly replayJobs: PgReplayJobs;
   private readonly catalog: PgCatalog;
@@ -77,6 +80,7 @@ export class PgStore implements Store {
     this.eventLog = new PgEventLog(pools.main);
     this.completions = new PgCompletions(pools);
     this.reads = new PgDeliveryReads(pools.main);
+    this.backlogReads = new PgBacklog(pools.main);
     this.regulations = new PgRegulations(pools.main, options);
     this.catalog = new PgCatalog(pools.main);
     this.replayJobs = new PgReplayJobs(pools.main);
@@ -163,6 +167,14 @@ export class PgStore implements Store {
   }
   getDelivery(id: number): Promise<DeliveryDetail | null> {
     return this.reads.getDelivery(id);
+  }
+
+  // backlog (pg-backlog.ts)
+  backlog(): Promise<DestinationBacklog[]> {
+    return this.backlogReads.backlog();
+  }
+  retryingCount(destinationId: string): Promise<number> {
+    return this.backlogReads.retryingCount(destinationId);
   }
 
   // regulations (pg-regulations.ts)

@@ -5,6 +5,8 @@ import type { AuditLog } from '../audit-log.js';
 import type { StoredCatalog } from '../catalog-store.js';
 import type { ClaimedDelivery, ClaimRequest, Completion, HeldLease, NewDelivery, ReplayFilter } from '../delivery-queue.js';
 import type { DeliveryDetail, DeliveryFilter, DeliveryView } from '../delivery-reads.js';
+import type { DestinationBacklog } from '../backlog.js';
+import { SqliteBacklog } from './sqlite-backlog.js';
 import type { IngestOutcome, IngestWrite, RejectionCount, RejectionView } from '../event-log.js';
 import type { ExecuteRegulationArgs, Regulation, RegulationCursor } from '../regulations-store.js';
 import type { ReplayJobBatchArgs, ReplayJobCursor, ReplayJobRecord } from '../replay-jobs-store.js';
@@ -82,6 +84,7 @@ export class SqliteStore implements Store {
   private readonly claims: SqliteClaims;
   private readonly completions: SqliteCompletions;
   private readonly reads: SqliteDeliveryReads;
+  private readonly backlogReads: SqliteBacklog;
   private readonly regulations: SqliteRegulations;
   private readonly replayJobs: SqliteReplayJobs;
   private readonly catalog: SqliteCatalog;
@@ -107,6 +110,7 @@ export class SqliteStore implements Store {
       this.claims = new SqliteClaims(this.db, this.leases, this.probe);
       this.completions = new SqliteCompletions(this.db, this.commits, this.leases, this.probe, this.deliveries, this.walTruncation);
       this.reads = new SqliteDeliveryReads(this.db, this.leases);
+      this.backlogReads = new SqliteBacklog(this.db);
       this.regulations = new SqliteRegulations(this.db, this.deliveries, this.walTruncation);
       this.catalog = new SqliteCatalog(this.db);
       this.replayJobs = new SqliteReplayJobs(this.db, this.leases);
@@ -190,6 +194,14 @@ export class SqliteStore implements Store {
   }
   getDelivery(id: number): Promise<DeliveryDetail | null> {
     return this.reads.getDelivery(id);
+  }
+
+  // backlog (sqlite-backlog.ts)
+  backlog(): Promise<DestinationBacklog[]> {
+    return this.backlogReads.backlog();
+  }
+  retryingCount(destinationId: string): Promise<number> {
+    return this.backlogReads.retryingCount(destinationId);
   }
 
   // regulations (sqlite-regulations.ts)

@@ -7,8 +7,12 @@ import * as deletion from './006-deletion.js';
 import * as linkedIdentities from './007-linked-identities.js';
 import * as searchAndReplayJobs from './008-search-and-replay-jobs.js';
 import * as tokensAndAudit from './009-tokens-and-audit.js';
+import * as deadLettersByDestination from './010-dead-letters-by-destination.js';
 
-/** Numbered PostgreSQL migrations, applied in order under an advisory lock; `ferry_migrations` records them. */
+/**
+ * Numbered PostgreSQL migrations, applied in order under an advisory lock; `ferry_migrations`
+ * records each one applied. Numbers must grow but may leave gaps: each missing one is applied.
+ */
 export const migrations: { version: number; sql: string }[] = [
   { version: 1, sql: init.sql },
   { version: 2, sql: audiences.sql },
@@ -19,4 +23,5 @@ export const migrations: { version: number; sql: string }[] = [
   { version: 7, sql: linkedIdentities.sql },
   { version: 8, sql: searchAndReplayJobs.sql },
   { version: 9, sql: tokensAndAudit.sql },
+  { version: 10, sql: deadLettersByDestination.sql },
 ];

@@ -4,8 +4,12 @@ import * as deletion from './003-deletion.js';
 import * as linkedIdentities from './004-linked-identities.js';
 import * as searchAndReplayJobs from './005-search-and-replay-jobs.js';
 import * as tokensAndAudit from './006-tokens-and-audit.js';
+import * as deadLettersByDestination from './007-dead-letters-by-destination.js';
 
-/** Numbered migrations, applied in order; `PRAGMA user_version` records how many ran. */
+/**
+ * Numbered migrations, applied in order; `PRAGMA user_version` records the number of the last
+ * one that ran. Numbers must grow but may leave gaps (work on parallel branches reserves them).
+ */
 export const migrations: { version: number; sql: string }[] = [
   { version: 1, sql: init.sql },
   { version: 2, sql: audiences.sql },
@@ -13,4 +17,5 @@ export const migrations: { version: number; sql: string }[] = [
   { version: 4, sql: linkedIdentities.sql },
   { version: 5, sql: searchAndReplayJobs.sql },
   { version: 6, sql: tokensAndAudit.sql },
+  { version: 7, sql: deadLettersByDestination.sql },
 ];

@@ -1,0 +1,54 @@
+import type { FastifyInstance } from 'fastify';
+import { FerryError } from '../errors/error-codes.js';
+import { attemptWindowsMs, type AttemptWindowName, type AttemptWindows, type AttemptWindowStats } from '../metrics/attempt-windows.js';
+import type { Catalog } from '../routing/catalog.js';
+import type { BacklogReads } from '../store/backlog.js';
+import type { Clock } from '../util/clock.js';
+
+/** What the per-destination stats read. */
+export interface StatsRouteDeps {
+  store: BacklogReads;
+  catalog: Pick<Catalog, 'destination'>;
+  clock: Clock;
+  /** This server's recent attempts; absent when metrics are off, and the windows are then empty. */
+  windows?: Pick<AttemptWindows, 'stats'>;
+}
+
+/** The answer of `GET /destinations/{id}/stats` (docs/admin-api.md). */
+export interface DestinationStats {
+  destinationId: string;
+  pending: number;
+  /** Pending jobs with at least one attempt in their current retry window. */
+  retrying: number;
+  dead: number;
+  oldestPendingAgeSeconds: number | null;
+  windows: Record<AttemptWindowName, AttemptWindowStats>;
+}
+
+const noAttempts: AttemptWindowStats = { attempts: 0, succeeded: 0, successRate: null, p50Ms: null, p99Ms: null };
+
+/**
+ * `GET /destinations/{id}/stats`: the backlog from the store (the truth on a cluster), the
+ * recent attempts from this server's own windows (see docs/admin-api.md for why).
+ */
+export async function statsRoutes(app: FastifyInstance, deps: StatsRouteDeps): Promise<void> {
+  app.get<{ Params: { id: string } }>('/destinations/:id/stats', async (request): Promise<DestinationStats> => {
+    const { id } = request.params;
+    if (!deps.catalog.destination(id)) throw new FerryError('not_found', `no destination ${id}`);
+    const [backlog, retrying] = await Promise.all([deps.store.backlog(), deps.store.retryingCount(id)]);
+    const nowMs = deps.clock.now();
+    const own = backlog.find((b) => b.destinationId === id);
+    const oldest = own?.oldestPendingCreatedAtMs ?? null;
+    const windows = Object.fromEntries(
+      (Object.keys(attemptWindowsMs) as AttemptWindowName[]).map((w) => [w, deps.windows?.stats(id, w, nowMs) ?? noAttempts]),
+    ) as Record<AttemptWindowName, AttemptWindowStats>;
+    return {
+      destinationId: id,
+      pending: own?.pending ?? 0,
+      retrying,
+      dead: own?.dead ?? 0,
+      oldestPendingAgeSeconds: oldest === null ? null : Math.max(0, nowMs - oldest) / 1000,
+      windows,
+    };
+  });
+}

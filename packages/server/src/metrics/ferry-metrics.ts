@@ -1,0 +1,141 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { EventBus } from '../events/event-bus.js';
+import type { FerryEvents } from '../events/catalogue.js';
+import type { BacklogReads } from '../store/backlog.js';
+import type { Clock } from '../util/clock.js';
+import { AttemptWindows } from './attempt-windows.js';
+
+/** What the metrics read: the bus they count from, the store's backlog, the destinations to show. */
+export interface FerryMetricsDeps {
+  events: EventBus;
+  backlog: Pick<BacklogReads, 'backlog'>;
+  /** Destinations to show a backlog for even when nothing waits (a zero is a value to alert on). */
+  destinationIds(): string[];
+  clock: Clock;
+}
+
+/**
+ * Buckets of `ferry_delivery_duration_seconds`, in seconds: from a receiver on the same
+ * network to one at the default 30 s time limit.
+ */
+export const deliveryDurationBucketsSeconds = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+/**
+ * The series of docs/operations.md ("Monitoring"), whose names and labels are a contract
+ * (operators build alerts on them), in a registry of this server's own: several servers in one
+ * process (tests, an application embedding two) keep apart. Counters and the latency
+ * histogram count events of the bus as they happen; the backlog gauges are read from the store
+ * at each scrape, so on a cluster every node shows the whole backlog. The same events feed the
+ * per-destination stats' recent attempts ({@link AttemptWindows}).
+ */
+export class FerryMetrics {
+  /** Prometheus registry of this server: Ferry's series and Node's process defaults. */
+  readonly registry = new Registry();
+  /** Recent attempts per destination, for `GET /admin/v1/destinations/{id}/stats`. */
+  readonly windows = new AttemptWindows();
+  private readonly pending: Gauge<'destination'>;
+  private readonly oldestAge: Gauge<'destination'>;
+  private readonly dead: Gauge<'destination'>;
+  private readonly detach: (() => void)[] = [];
+
+  constructor(private readonly deps: FerryMetricsDeps) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    const ingested = new Counter({
+      name: 'ferry_ingest_messages_total',
+      help: 'Messages ingested, by source and outcome: accepted (stored), duplicate (already stored), rejected (refused, nothing stored).',
+      labelNames: ['source', 'outcome'],
+      registers,
+    });
+    const attempts = new Counter({
+      name: 'ferry_delivery_attempts_total',
+      help: 'Delivery attempts recorded, by destination and outcome: success, retry (to be retried), dead (dead-lettered).',
+      labelNames: ['destination', 'outcome'],
+      registers,
+    });
+    const duration = new Histogram({
+      name: 'ferry_delivery_duration_seconds',
+      help: "One delivery request's latency (one exchange: for Webhooks, one URL), by destination.",
+      labelNames: ['destination'],
+      buckets: deliveryDurationBucketsSeconds,
+      registers,
+    });
+    this.pending = new Gauge({
+      name: 'ferry_deliveries_pending',
+      help: 'Deliveries waiting to be sent (due, in flight or waiting for a retry), by destination; read from the store.',
+      labelNames: ['destination'],
+      registers,
+    });
+    this.oldestAge = new Gauge({
+      name: 'ferry_delivery_oldest_pending_age_seconds',
+      help: 'Age of the oldest pending delivery, since it was created, by destination; 0 with none pending. Read from the store.',
+      labelNames: ['destination'],
+      registers,
+    });
+    this.dead = new Gauge({
+      name: 'ferry_dead_letters',
+      help: 'Dead letters (replayable), by destination; read from the store.',
+      labelNames: ['destination'],
+      registers,
+    });
+
+    const { windows } = this;
+    const { clock } = deps;
+    this.listen('ingest:accepted', ({ sourceId, count, duplicates }) => {
+      if (count > 0) ingested.inc({ source: sourceId, outcome: 'accepted' }, count);
+      if (duplicates > 0) ingested.inc({ source: sourceId, outcome: 'duplicate' }, duplicates);
+    });
+    this.listen('ingest:rejected', ({ sourceId, rejected }) => ingested.inc({ source: sourceId, outcome: 'rejected' }, rejected.length));
+    this.listen('delivery:succeeded', ({ destinationId }) => {
+      attempts.inc({ destination: destinationId, outcome: 'success' });
+      windows.recordAttempt(destinationId, true, clock.now());
+    });
+    this.listen('delivery:retrying', ({ destinationId }) => {
+      attempts.inc({ destination: destinationId, outcome: 'retry' });
+      windows.recordAttempt(destinationId, false, clock.now());
+    });
+    this.listen('delivery:dead', ({ destinationId }) => {
+      attempts.inc({ destination: destinationId, outcome: 'dead' });
+      windows.recordAttempt(destinationId, false, clock.now());
+    });
+    this.listen('delivery:attempted', ({ destinationId, latencyMs }) => {
+      duration.observe({ destination: destinationId }, latencyMs / 1000);
+      windows.recordLatency(destinationId, latencyMs, clock.now());
+    });
+  }
+
+  /** The Prometheus text of every series, the backlog read from the store now. */
+  async scrape(): Promise<{ contentType: string; text: string }> {
+    await this.readBacklog();
+    return { contentType: this.registry.contentType, text: await this.registry.metrics() };
+  }
+
+  /** Stops counting (the server stops). */
+  close(): void {
+    for (const off of this.detach.splice(0)) off();
+  }
+
+  private async readBacklog(): Promise<void> {
+    const rows = await this.deps.backlog.backlog();
+    const nowMs = this.deps.clock.now();
+    // Reset, so a destination deleted with nothing left behind leaves the scrape.
+    for (const g of [this.pending, this.oldestAge, this.dead]) g.reset();
+    for (const id of this.deps.destinationIds()) {
+      const destination = { destination: id };
+      this.pending.set(destination, 0);
+      this.oldestAge.set(destination, 0);
+      this.dead.set(destination, 0);
+    }
+    for (const r of rows) {
+      const destination = { destination: r.destinationId };
+      this.pending.set(destination, r.pending);
+      this.oldestAge.set(destination, r.oldestPendingCreatedAtMs === null ? 0 : Math.max(0, nowMs - r.oldestPendingCreatedAtMs) / 1000);
+      this.dead.set(destination, r.dead);
+    }
+  }
+
+  private listen<K extends keyof FerryEvents>(name: K, listener: (payload: FerryEvents[K]) => void): void {
+    this.deps.events.on(name, listener);
+    this.detach.push(() => this.deps.events.off(name, listener));
+  }
+}
