@@ -5,6 +5,7 @@ import { notFound } from '../http/not-found.js';
 import { requireAdminToken } from './admin-auth.js';
 import { audienceRoutes } from './audience-routes.js';
 import { adminRoutes, type AdminDeps } from './routes.js';
+import { secretRoutes } from './secret-routes.js';
 import { refuseUnknownKeys } from './unknown-keys.js';
 
 declare module 'fastify' {
@@ -41,6 +42,7 @@ export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps)
       await admin.register(
         async (v1) => {
           await adminRoutes(v1, deps);
+          await secretRoutes(v1, { catalog: deps.catalog, clock: deps.clock });
           await audienceRoutes(v1, { audiences: deps.audiences.store, sync: deps.audiences.sync, catalog: deps.catalog, clock: deps.clock });
         },
         { prefix: '/v1' },
