@@ -3,7 +3,7 @@ import { Command } from 'commander';
 import { ConfigError } from '../config/load.js';
 import { ferryVersion } from '../util/version.js';
 import { devCommand } from './dev.js';
-import { listenCommand } from './listen.js';
+import { collect, listenCommand } from './listen.js';
 import { serveCommand } from './serve.js';
 
 const program = new Command().name('ferry').description('Ferry: Segment-compatible ingestion, durable store, signed webhook delivery.').version(ferryVersion);
@@ -24,6 +24,11 @@ program
   .option('-p, --port <n>', 'port to listen on', '9000')
   .option('--host <address>', 'address to bind', '127.0.0.1')
   .option('-s, --secret <secret>', "the destination's shared secret (env FERRY_LISTEN_SECRET)")
+  .option(
+    '--whsec <secret>',
+    'a Standard Webhooks secret of the destination, whsec_…; repeat it during a rotation (env FERRY_LISTEN_WHSEC, space-separated)',
+    collect,
+  )
   .action(listenCommand);
 
 program

@@ -61,9 +61,9 @@ export function rotateWebhooksSecret(settings: WebhooksSettings, request: Secret
     }
     // 32 random bytes, as text that survives a YAML file, an environment variable and a shell.
     const secret = randomBytes(32).toString('base64url');
-    const { previousSharedSecrets: _dropped, ...rest } = settings;
-    const next: WebhooksSettings = { ...rest, sharedSecret: secret };
+    const next: WebhooksSettings = { ...settings, sharedSecret: secret };
     if (kept.length > 0) next.previousSharedSecrets = kept;
+    else delete next.previousSharedSecrets;
     return { settings: next, secret, previousExpiresAtMs: lastEnd(kept) };
   }
   throw new FerryError('bad_request', `kind must be one of ${webhooksSecretKinds.join(', ')}`, 'kind');
