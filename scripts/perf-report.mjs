@@ -86,7 +86,7 @@ function serverSection(summary, dir, label, notes) {
   const isolationEvents = r.isolation?.events ?? summary.sizes?.isolationEvents ?? settings('isolation').events ?? 50_000;
   const reduced = (events, sqliteDefault) => (events < sqliteDefault ? `, reduced from ${n(sqliteDefault)} to keep the run short` : '');
   // A partial rerun (--only) dates the summary; each benchmark's own file says when it ran.
-  const days = ['ingest', 'delivery', 'end-to-end', 'isolation', 'backlog-memory']
+  const days = ['ingest', 'delivery', 'signing', 'end-to-end', 'isolation', 'backlog-memory']
     .filter((name) => r[name] || name === 'backlog-memory')
     .map((name) => read(`${dir}/${name}.json`)?.at?.slice(0, 10))
     .filter((day) => day !== undefined)
@@ -101,6 +101,10 @@ function serverSection(summary, dir, label, notes) {
   if (r.delivery)
     lines.push(
       `| delivery, signed and logged deliveries/s (backlog of ${n(deliveryEvents)}${reduced(deliveryEvents, 100_000)}) | ${n(r.delivery.ferryPerSec)} | raw undici ${n(r.delivery.rawPerSec)} | ${x(r.delivery.ratio)} (median of each run's ratio${r.delivery.steadyRatio !== undefined ? `; ${x(r.delivery.steadyRatio)} from the 10,000th arrival on, both warm` : ''}) | at least 0.5x | ${met(r.delivery.goalMet)} |`,
+    );
+  if (r.signing)
+    lines.push(
+      `| delivery with Standard Webhooks on (${r.signing.secrets ?? 1} secret) beside off, deliveries/s (backlog of ${n(r.signing.events ?? 50_000)}) | ${n(r.signing.onPerSec)} | off ${n(r.signing.offPerSec)} | ${x(r.signing.ratio)} (median of each run's ratio) | within 5% | ${met(r.signing.goalMet)} |`,
     );
   if (r.isolation)
     lines.push(

@@ -159,6 +159,13 @@ describe('verifyStandardWebhook against the reference package on the same inputs
     );
   });
 
+  it('V22 the one deliberate difference: a timestamp with trailing characters is invalid here, where the reference reads its digits', () => {
+    const trailing = { ...good, 'webhook-timestamp': `${t0}abc` };
+    assert.equal(reference(secretA, body, trailing, at), true);
+    const ours = verifyStandardWebhook(body, trailing, secretA, { now: () => at });
+    assert.equal(!ours.ok && ours.reason, 'invalid_timestamp');
+  });
+
   it('V21 the clock is injected: the same request passes or not with the time given, never the real one', () => {
     assert.equal(verifyStandardWebhook(body, good, secretA, { now: () => at + 60_000 }).ok, true);
     assert.equal(verifyStandardWebhook(body, good, secretA, { now: () => at + 60_000, toleranceSeconds: 30 }).ok, false, 'a tolerance of its own');
