@@ -148,6 +148,9 @@ function busy(d) {
 
 if (server)
   serverSection(server, 'bench/results', 'SQLite', (r) => [
+    r.signing?.onCpuUsPerDelivery !== undefined
+      ? `Standard Webhooks: each attempt adds one HMAC-SHA256 per secret (the timestamp is the attempt's) and three headers; the server spent ${n(r.signing.onCpuUsPerDelivery)} µs of CPU per delivery with it and ${n(r.signing.offCpuUsPerDelivery)} µs without (start-up included), so where the server's CPU bounds delivery, expect up to ${n((r.signing.onCpuUsPerDelivery / r.signing.offCpuUsPerDelivery - 1) * 100)} % fewer deliveries/s. The rates of the paired runs moved more than that with the machine's load (per-run ratios in bench/results/signing.json)${read('bench/results/signing.json')?.machine ? `; measured on ${read('bench/results/signing.json').machine}` : ''}.`
+      : undefined,
     r.delivery
       ? `Delivery: ${deliveryCpu(r.delivery, 'server, receiver')} On SQLite a claim writes nothing: one process owns the file (a lock file beside it refuses a second), so leases live in the server's memory. The ratio moves with the machine's minute (raw undici alone has ranged from 10k requests/s over a whole run to about 49k over a stretch of 10,000 here), which is why it is the median of paired runs. How delivery was built, and what was measured and dropped: [docs/performance.md](docs/performance.md).${r.delivery.goalMet === false ? " The goal is not met in this run: what remains is the store (about a sixth of the server CPU: the completion and the attempt log, SQLite B-tree updates and WAL page writes) and undici's own request handling, which raw undici pays too." : ''}`
       : undefined,

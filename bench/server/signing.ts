@@ -18,6 +18,7 @@
  *
  *   npx tsx bench/server/signing.ts [--events 50000] [--runs 5] [--secrets 1] [--timeout-s 180]
  */
+import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { arrivalRate, copyData, deliveryCounts, fillBacklog, waitForArrivals } from './lib/backlog.js';
 import {
@@ -119,7 +120,8 @@ export async function runSigning(opts: { events: number; runs: number; secrets: 
       ],
     ],
   );
-  const path = writeResults('signing', { settings: opts, summary, runs });
+  // The machine, since this benchmark may be run alone, on another machine than the report's other rows.
+  const path = writeResults('signing', { settings: opts, machine: `${cpus().length} cores (${cpus()[0]?.model.trim() ?? 'unknown CPU'})`, summary, runs });
   log(`wrote ${path}`);
   return summary;
 }
