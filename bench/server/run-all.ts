@@ -13,6 +13,7 @@
  *   npx tsx bench/server/run-all.ts --quick    # one short run of each, for a smoke test
  *   npx tsx bench/server/run-all.ts --only ingest,delivery
  *   npx tsx bench/server/run-all.ts --only metrics   # metrics on beside off, and /metrics with 1,000,000 pending
+ *   npx tsx bench/server/run-all.ts --only signing# Standard Webhooks on beside off
  *   npx tsx bench/server/run-all.ts --store postgres   # the same set against PostgreSQL
  */
 import { spawnSync } from 'node:child_process';
@@ -24,6 +25,7 @@ import { halfSustainableRate, runEndToEnd } from './end-to-end.js';
 import { runIngest } from './ingest.js';
 import { runIsolation } from './isolation.js';
 import { runMetrics } from './metrics.js';
+import { runSigning } from './signing.js';
 import { boolFlag, ensureStore, flag, log, printTable, releaseStore, repoRoot, resultsDir, storeKind, writeResults } from './lib/common.js';
 
 const full = boolFlag('full');
@@ -48,12 +50,15 @@ const sizes = {
   deliveryEvents: quick ? 20_000 : 100_000,
   isolationEvents: quick ? 20_000 : 50_000,
   backlogEvents: full ? 1_000_000 : quick ? 50_000 : 200_000,
+  signingEvents: quick ? 10_000 : 50_000,
 };
 const started = Date.now();
 const results: Record<string, any> = {};
 if (want('ingest')) results['ingest'] = await runIngest({ runs: quick ? 1 : 3, seconds: quick ? 4 : 8, connections: 64 });
 if (want('delivery'))
   results['delivery'] = { ...(await runDelivery({ events: sizes.deliveryEvents, runs: quick ? 1 : 5, timeoutS: 180 })), events: sizes.deliveryEvents };
+if (want('signing'))
+  results['signing'] = { ...(await runSigning({ events: sizes.signingEvents, runs: quick ? 1 : 5, secrets: 1, timeoutS: 180 })), events: sizes.signingEvents };
 if (want('end-to-end'))
   results['end-to-end'] = await runEndToEnd({ rate: halfSustainableRate() ?? 2000, seconds: quick ? 5 : 15, runs: quick ? 1 : 3, warmupS: quick ? 1 : 2 });
 if (want('isolation'))
@@ -73,6 +78,13 @@ if (r['ingest'])
   ]);
 if (r['delivery'])
   rows.push(['3 delivery', `${r['delivery'].ferryPerSec}/s = ${r['delivery'].ratio} x raw undici`, '>= 0.5 x', r['delivery'].goalMet ? 'met' : 'NOT met']);
+if (r['signing'])
+  rows.push([
+    '3b Standard Webhooks signing',
+    `${r['signing'].onPerSec}/s on, ${r['signing'].offPerSec}/s off = ${r['signing'].ratio} x`,
+    '>= 0.95 x',
+    r['signing'].goalMet ? 'met' : 'NOT met',
+  ]);
 if (r['end-to-end'])
   rows.push([
     '4 end to end',

@@ -81,7 +81,7 @@ export async function waitForArrivals(
   receiver: Child,
   n: number,
   timeoutMs: number,
-): Promise<{ count: number; signed: number; firstAt: number; lastAt: number }> {
+): Promise<{ count: number; signed: number; standardSigned?: number; firstAt: number; lastAt: number }> {
   let stats = await receiver.ask({ cmd: 'stats' });
   await waitUntil(
     async () => {

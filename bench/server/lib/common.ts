@@ -311,6 +311,8 @@ export const basicAuth = `Basic ${Buffer.from(`${writeKey}:`).toString('base64')
 export interface DestinationSpec {
   id: string;
   url: string;
+  /** Settings beside the URL and the shared secret (e.g. `standardWebhooks`). */
+  settings?: Record<string, unknown>;
 }
 
 /** The JSON object of `BENCH_DELIVERY_SETTINGS`, if set; a clear error if it is not one. */
@@ -342,7 +344,7 @@ export function writeConfig(dir: string, destinations: DestinationSpec[], delive
       name: d.id,
       enabled: true,
       sources: ['bench'],
-      settings: { webhooks: [{ url: d.url, headers: {} }], sharedSecret },
+      settings: { webhooks: [{ url: d.url, headers: {} }], sharedSecret, ...d.settings },
     })),
     delivery: { ...delivery, ...deliveryOverrides() },
     network: { allowPrivateNetworks: true },

@@ -6,7 +6,7 @@
  *
  *   {cmd:'listen', mode:'ok'|'hang', port?}  -> {port}
  *   {cmd:'close'}                             stop listening and drop connections (receiver "down")
- *   {cmd:'stats'}                             -> {count, signed, firstAt, lastAt, marks}
+ *   {cmd:'stats'}                             -> {count, signed, standardSigned, firstAt, lastAt, marks}
  *   {cmd:'record', on}                        start/stop recording messageId arrival times
  *   {cmd:'arrivals'}                          -> {arrivals: [messageId, atMs][]}
  *   {cmd:'reset'}
@@ -22,6 +22,8 @@ const sockets = new Set<Socket>();
 const hanging = new Set<ServerResponse>();
 let count = 0;
 let signed = 0;
+/** Requests that carried a Standard Webhooks signature. */
+let standardSigned = 0;
 let firstAt = 0;
 let lastAt = 0;
 let recording = false;
@@ -48,6 +50,7 @@ function listen(mode: 'ok' | 'hang', port: number): Promise<number> {
       if (firstAt === 0) firstAt = t;
       lastAt = t;
       if (req.headers['x-signature']) signed++;
+      if (req.headers['webhook-signature']) standardSigned++;
       if (recording) {
         const body = Buffer.concat(chunks).toString('utf8');
         const m = /"messageId":"([^"]+)"/.exec(body);
@@ -84,7 +87,7 @@ async function answer(msg: any): Promise<void> {
       return reply();
     }
     case 'stats':
-      return reply({ count, signed, firstAt, lastAt, marks });
+      return reply({ count, signed, standardSigned, firstAt, lastAt, marks });
     case 'record':
       recording = Boolean(msg.on);
       return reply();
@@ -94,7 +97,7 @@ async function answer(msg: any): Promise<void> {
       return reply({ arrivals: a });
     }
     case 'reset':
-      count = signed = firstAt = lastAt = 0;
+      count = signed = standardSigned = firstAt = lastAt = 0;
       marks = [];
       arrivals = [];
       return reply();

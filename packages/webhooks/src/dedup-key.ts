@@ -1,12 +1,13 @@
+import { headerValue, type HeadersLike } from './header-value.js';
+
+export type { HeadersLike } from './header-value.js';
+
 /**
  * The header naming the source a delivery was made for: the source id of the event (or, on a
  * delete notice, of the affected source), or `ferry:audience` on an audience-membership
  * identify, which belongs to no source.
  */
 export const SOURCE_HEADER = 'X-Ferry-Source';
-
-/** Request headers as Node (`req.headers`, lower-case names), Express or Fetch (`Headers`) give them. */
-export type HeadersLike = { get(name: string): string | null } | Record<string, string | string[] | undefined>;
 
 /**
  * The key to deduplicate one Ferry webhook on: delivery is at least once, so the same
@@ -38,15 +39,6 @@ export function dedupKey(headers: HeadersLike, body: unknown): string | undefine
   if (typeof messageId === 'string') return `${source}/${messageId}`;
   if (type === 'delete' && typeof userId === 'string' && typeof timestamp === 'string') {
     return `${source}/delete:${userId}:${timestamp}`;
-  }
-  return undefined;
-}
-
-function headerValue(headers: HeadersLike, name: string): string | undefined {
-  if (typeof headers.get === 'function') return (headers as { get(name: string): string | null }).get(name) ?? undefined;
-  const lower = name.toLowerCase();
-  for (const [key, value] of Object.entries(headers as Record<string, string | string[] | undefined>)) {
-    if (key.toLowerCase() === lower) return Array.isArray(value) ? value[0] : value;
   }
   return undefined;
 }

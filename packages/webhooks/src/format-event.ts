@@ -1,13 +1,17 @@
 import { dedupKey } from './dedup-key.js';
 import type { ReceivedWebhook, RejectedWebhook } from './listener.js';
+import type { StandardWebhookVerdict } from './standard-webhooks.js';
 
 /**
  * Renders one accepted webhook as two lines for a terminal, e.g.
  *
  * ```text
  * 2026-01-02T03:04:05.678Z POST /hooks  track "Order Completed"
- *   key=backend/msg_1 userId=user_42  signature ✓ verified
+ *   key=backend/msg_1 userId=user_42  X-Signature ✓ verified  Standard Webhooks ✓ verified (webhook-id msg_1)
  * ```
+ *
+ * Both verdicts are shown: `X-Signature` (the spec's) and, when the request carries
+ * `webhook-signature` or `whsec_` secrets were given, Standard Webhooks.
  *
  * `key` is the {@link dedupKey} to deduplicate on; a request it cannot be made for (no
  * `X-Ferry-Source` header) shows its `messageId` instead. The body is read defensively: a
@@ -29,11 +33,7 @@ export function formatEvent(event: ReceivedWebhook): string {
     const value = text(body[name]);
     if (value !== undefined) ids.push(`${name}=${value}`);
   }
-  const signature = event.verified
-    ? 'signature ✓ verified'
-    : event.headers['x-signature'] !== undefined
-      ? 'signature not checked (no secret given)'
-      : 'unsigned (no secret given)';
+  const signature = [xSignatureText(event), standardWebhooksText(event.headers, event.verdicts?.standardWebhooks)].filter((t) => t !== undefined).join('  ');
   const details = ids.length > 0 ? `${ids.join(' ')}  ${signature}` : signature;
   return `${head}\n  ${details}`;
 }
@@ -48,8 +48,40 @@ export function formatEvent(event: ReceivedWebhook): string {
  * ```
  */
 export function formatRejection(rejection: RejectedWebhook): string {
-  const what = rejection.code === 'invalid_signature' ? 'signature ✗ invalid' : rejection.code === 'missing_signature' ? 'signature ✗ missing' : rejection.code;
-  return `${timeOf(rejection.receivedAtMs)} ${rejection.method} ${rejection.path}  ✗ ${rejection.statusCode} ${what}: ${rejection.message}`;
+  const what =
+    rejection.code === 'invalid_signature'
+      ? 'signature ✗ invalid'
+      : rejection.code === 'missing_signature'
+        ? 'signature ✗ missing'
+        : rejection.code === 'invalid_standard_webhook'
+          ? 'Standard Webhooks ✗ invalid'
+          : rejection.code;
+  const line = `${timeOf(rejection.receivedAtMs)} ${rejection.method} ${rejection.path}  ✗ ${rejection.statusCode} ${what}: ${rejection.message}`;
+  const verdicts = rejection.verdicts;
+  if (verdicts === undefined) return line;
+  const both = [
+    xSignatureText({ verified: verdicts.xSignature === 'verified', verdicts, headers: rejection.headers }),
+    standardWebhooksText(rejection.headers, verdicts.standardWebhooks),
+  ];
+  return `${line}\n  ${both.filter((t) => t !== undefined).join('  ')}`;
+}
+
+function xSignatureText(event: Pick<ReceivedWebhook, 'verified' | 'verdicts' | 'headers'>): string {
+  switch (event.verdicts?.xSignature ?? (event.verified ? 'verified' : 'unchecked')) {
+    case 'verified':
+      return 'X-Signature ✓ verified';
+    case 'missing':
+      return 'X-Signature ✗ missing';
+    case 'invalid':
+      return 'X-Signature ✗ invalid';
+    default:
+      return event.headers['x-signature'] !== undefined ? 'X-Signature not checked (no secret given)' : 'unsigned (no secret given)';
+  }
+}
+
+function standardWebhooksText(headers: ReceivedWebhook['headers'], verdict: StandardWebhookVerdict | undefined): string | undefined {
+  if (verdict === undefined) return headers['webhook-signature'] !== undefined ? 'Standard Webhooks not checked (no whsec_ secret given)' : undefined;
+  return verdict.ok ? `Standard Webhooks ✓ verified (webhook-id ${verdict.id})` : `Standard Webhooks ✗ ${verdict.reason}: ${verdict.message}`;
 }
 
 function describe(type: string, body: Record<string, unknown>): string {

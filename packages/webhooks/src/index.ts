@@ -1,9 +1,22 @@
 /**
- * `@ferry/webhooks`: everything the owner of a receiving endpoint needs: verify `X-Signature`,
- * the key to deduplicate on, typed bodies for every call type, and the local listener behind
- * `ferry listen`.
+ * `@ferry/webhooks`: everything the owner of a receiving endpoint needs: verify `X-Signature`
+ * and Standard Webhooks signatures (several secrets during a rotation), the key to
+ * deduplicate on, typed bodies for every call type, and the local listener behind `ferry listen`.
  */
-export { signBody, verifySignature } from './signature.js';
+export { ROTATION_SIGNATURES_HEADER, signBody, verifySignature, verifySignatureHeaders } from './signature.js';
+export {
+  DEFAULT_TOLERANCE_SECONDS,
+  generateStandardWebhookSecret,
+  parseStandardWebhookSecret,
+  signStandardWebhook,
+  STANDARD_WEBHOOKS_HEADERS,
+  STANDARD_WEBHOOKS_SECRET_PREFIX,
+  standardWebhookSignatures,
+  verifyStandardWebhook,
+  type StandardWebhookFailure,
+  type StandardWebhookVerdict,
+  type StandardWebhookVerifyOptions,
+} from './standard-webhooks.js';
 export { dedupKey, SOURCE_HEADER, type HeadersLike } from './dedup-key.js';
 export {
   createListener,
@@ -12,6 +25,7 @@ export {
   type ReceivedWebhook,
   type RejectedWebhook,
   type RejectionCode,
+  type SignatureVerdicts,
   type WebhookListener,
 } from './listener.js';
 export { formatEvent, formatRejection } from './format-event.js';

@@ -1,7 +1,8 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { WebhookBody } from './bodies.js';
-import { verifySignature } from './signature.js';
+import { verifySignatureHeaders } from './signature.js';
+import { parseStandardWebhookSecret, verifyStandardWebhook, type StandardWebhookVerdict } from './standard-webhooks.js';
 
 /** Default cap on a request body; Ferry's own messages are at most 32 KB. */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
@@ -13,6 +14,16 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
  */
 const DRAIN_LIMIT_BYTES = 8 * 1024 * 1024;
 
+/**
+ * What the listener found of a request's signatures. `xSignature`: `verified`, `missing`,
+ * `invalid`, or `unchecked` when no shared secret is given. `standardWebhooks`: the verdict of
+ * {@link verifyStandardWebhook}, absent when no `whsec_` secret is given.
+ */
+export interface SignatureVerdicts {
+  xSignature: 'verified' | 'missing' | 'invalid' | 'unchecked';
+  standardWebhooks?: StandardWebhookVerdict;
+}
+
 /** A webhook that was accepted (answered 200). */
 export interface ReceivedWebhook {
   /** The parsed JSON body. Parsed, not validated: fields may be missing on a body from another sender. */
@@ -23,6 +34,8 @@ export interface ReceivedWebhook {
   headers: IncomingHttpHeaders;
   /** True when a secret is configured and `X-Signature` matched; false when no secret is configured. */
   verified: boolean;
+  /** Both checks; absent only on values made by older callers. */
+  verdicts?: SignatureVerdicts;
   method: string;
   /** Path and query of the request. */
   path: string;
@@ -31,7 +44,8 @@ export interface ReceivedWebhook {
 }
 
 /** Why the listener refused a request; also the `error` member of its JSON answer. */
-export type RejectionCode = 'method_not_allowed' | 'payload_too_large' | 'missing_signature' | 'invalid_signature' | 'invalid_json' | 'not_an_object';
+export type RejectionCode =
+  'method_not_allowed' | 'payload_too_large' | 'missing_signature' | 'invalid_signature' | 'invalid_standard_webhook' | 'invalid_json' | 'not_an_object';
 
 /** A request the listener refused, with the status it answered. */
 export interface RejectedWebhook {
@@ -44,6 +58,8 @@ export interface RejectedWebhook {
   receivedAtMs: number;
   /** The body as received; absent when it was too large to keep. */
   rawBody?: Buffer;
+  /** Both checks, on a refusal for a signature. */
+  verdicts?: SignatureVerdicts;
 }
 
 /** Options of {@link createListener}. */
@@ -53,10 +69,22 @@ export interface ListenerOptions {
   /** Interface to bind; default `127.0.0.1` so a local listener is not reachable from the network. */
   host?: string;
   /**
-   * The destination's shared secret. When set, requests without a matching `X-Signature` get
-   * 401. Empty or absent: nothing is checked, as Ferry does not sign for an empty secret.
+   * The destination's shared secret, or several during a rotation. When set, requests without
+   * a matching `X-Signature` (or, during a rotation, `X-Ferry-Signatures`) get 401. Empty or
+   * absent: nothing is checked, as Ferry does not sign for an empty secret.
    */
-  secret?: string;
+  secret?: string | readonly string[];
+  /**
+   * The destination's Standard Webhooks secrets (`whsec_…`). When given, requests whose
+   * `webhook-*` headers do not verify get 401 `invalid_standard_webhook`.
+   *
+   * @throws TypeError from {@link createListener} when one is malformed.
+   */
+  standardWebhooksSecrets?: readonly string[];
+  /** How far `webhook-timestamp` may lie from now, seconds. Default 300. */
+  toleranceSeconds?: number;
+  /** The clock of arrivals and of the timestamp check, ms since the epoch. Default `Date.now`. */
+  now?: () => number;
   /** Larger bodies get 413. Default {@link DEFAULT_MAX_BODY_BYTES}. */
   maxBodyBytes?: number;
   /** Called after the 200 has been sent, once per accepted webhook. */
@@ -85,10 +113,10 @@ export interface WebhookListener {
  * Creates a local HTTP server that receives Ferry webhooks, as `ferry listen` runs it.
  *
  * Every POST, on any path, is read up to `maxBodyBytes`, its `X-Signature` checked when a
- * secret is given, its JSON parsed, and then answered at once with `200 {"ok":true}`; only
+ * secret is given and its Standard Webhooks headers when `whsec_` secrets are, its JSON parsed, and then answered at once with `200 {"ok":true}`; only
  * after the answer is `onEvent` called, so a slow handler never makes Ferry time out and retry.
  * Refusals are answered with `{"ok":false,"error":code,"message":...}`: 401 for a missing or
- * wrong signature, 400 for a body that is not a JSON object, 413 for a body over the limit,
+ * wrong signature of either kind, 400 for a body that is not a JSON object, 413 for a body over the limit,
  * 405 for a method other than POST.
  *
  * @example
@@ -111,7 +139,12 @@ export function createListener(options: ListenerOptions = {}): WebhookListener {
   const port = options.port ?? 0;
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   // Ferry's sender does not sign when sharedSecret is empty, so an empty secret means "none" here too.
-  const secret = options.secret === '' ? undefined : options.secret;
+  const secrets = (typeof options.secret === 'string' ? [options.secret] : (options.secret ?? [])).filter((s) => s !== '');
+  const secret = secrets.length > 0 ? secrets : undefined;
+  const whsecs = options.standardWebhooksSecrets ?? [];
+  // A malformed secret is the caller's mistake: say so at once, not on every request.
+  for (const s of whsecs) parseStandardWebhookSecret(s);
+  const now = options.now ?? Date.now;
   if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes <= 0) {
     throw new RangeError(`maxBodyBytes must be a positive integer, got ${String(options.maxBodyBytes)}`);
   }
@@ -127,7 +160,7 @@ export function createListener(options: ListenerOptions = {}): WebhookListener {
   };
 
   const server = createServer((req, res) => {
-    const receivedAtMs = Date.now();
+    const receivedAtMs = now();
     const method = req.method ?? 'GET';
     const path = req.url ?? '/';
     const base = { headers: req.headers, method, path, receivedAtMs };
@@ -147,21 +180,36 @@ export function createListener(options: ListenerOptions = {}): WebhookListener {
     const tooLarge = (): void => reject({ statusCode: 413, code: 'payload_too_large', message: `body exceeds ${maxBodyBytes} bytes` });
 
     readBoundedBody(req, maxBodyBytes, tooLarge, (rawBody) => {
-      if (secret !== undefined) {
-        const header = firstHeader(req.headers['x-signature']);
-        if (header === undefined) {
-          reject({ statusCode: 401, code: 'missing_signature', message: 'X-Signature header is missing', rawBody });
-          return;
-        }
-        if (!verifySignature(rawBody, header, secret)) {
-          reject({
-            statusCode: 401,
-            code: 'invalid_signature',
-            message: 'X-Signature does not match the body for the configured secret',
-            rawBody,
-          });
-          return;
-        }
+      const verdicts: SignatureVerdicts = {
+        xSignature:
+          secret === undefined
+            ? 'unchecked'
+            : firstHeader(req.headers['x-signature']) === undefined
+              ? 'missing'
+              : verifySignatureHeaders(rawBody, req.headers, secret)
+                ? 'verified'
+                : 'invalid',
+      };
+      if (whsecs.length > 0)
+        verdicts.standardWebhooks = verifyStandardWebhook(rawBody, req.headers, whsecs, { now, toleranceSeconds: options.toleranceSeconds });
+      if (verdicts.xSignature === 'missing') {
+        reject({ statusCode: 401, code: 'missing_signature', message: 'X-Signature header is missing', rawBody, verdicts });
+        return;
+      }
+      if (verdicts.xSignature === 'invalid') {
+        reject({
+          statusCode: 401,
+          code: 'invalid_signature',
+          message: 'X-Signature does not match the body for the configured secret',
+          rawBody,
+          verdicts,
+        });
+        return;
+      }
+      const standard = verdicts.standardWebhooks;
+      if (standard !== undefined && !standard.ok) {
+        reject({ statusCode: 401, code: 'invalid_standard_webhook', message: `Standard Webhooks: ${standard.message}`, rawBody, verdicts });
+        return;
       }
       let body: unknown;
       try {
@@ -176,7 +224,7 @@ export function createListener(options: ListenerOptions = {}): WebhookListener {
         return;
       }
       sendJson(res, 200, { ok: true });
-      invoke(options.onEvent, { ...base, body: body as WebhookBody, rawBody, verified: secret !== undefined });
+      invoke(options.onEvent, { ...base, body: body as WebhookBody, rawBody, verified: verdicts.xSignature === 'verified', verdicts });
     });
   });
 

@@ -1,4 +1,5 @@
 import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { headerValue, type HeadersLike } from './header-value.js';
 
 /** Length in hex characters of an HMAC-SHA1 digest. */
 const SIGNATURE_HEX_LENGTH = 40;
@@ -47,6 +48,14 @@ export function signBody(body: string | Uint8Array, secret: string): string {
 }
 
 /**
+ * The header carrying every signature while a `sharedSecret` rotation overlaps: the hex
+ * HMAC-SHA1 of the body with each secret still signing, newest first, space-separated.
+ * Absent outside a rotation. `X-Signature` meanwhile carries the oldest secret's signature, so
+ * a receiver that changed nothing keeps verifying until that secret expires.
+ */
+export const ROTATION_SIGNATURES_HEADER = 'X-Ferry-Signatures';
+
+/**
  * Checks an `X-Signature` header against the raw request body, in constant time.
  *
  * Verify the body exactly as it arrived (the raw bytes, before any JSON parsing): Ferry signs
@@ -54,9 +63,11 @@ export function signBody(body: string | Uint8Array, secret: string): string {
  * wrong-length header returns `false`; this function never throws for bad input. Hex digits
  * are accepted in either case and surrounding whitespace is ignored.
  *
+ * During a rotation, give both secrets: the header matches when it was made with any of them.
+ *
  * @param rawBody - the request body exactly as received
  * @param signatureHeader - the value of the `X-Signature` header, if any
- * @param secret - the shared secret configured on the Ferry destination
+ * @param secret - the shared secret configured on the Ferry destination, or several
  * @returns `true` when the signature matches
  *
  * @example
@@ -73,14 +84,58 @@ export function signBody(body: string | Uint8Array, secret: string): string {
  * }
  * ```
  */
-export function verifySignature(rawBody: string | Uint8Array, signatureHeader: string | null | undefined, secret: string): boolean {
-  if (typeof signatureHeader !== 'string' || typeof secret !== 'string') return false;
-  const candidate = signatureHeader.trim().toLowerCase();
+export function verifySignature(rawBody: string | Uint8Array, signatureHeader: string | null | undefined, secret: string | readonly string[]): boolean {
+  if (typeof signatureHeader !== 'string') return false;
+  const received = decodeSignature(signatureHeader);
+  if (received === undefined) return false;
+  return matchesAny(rawBody, [received], secret);
+}
+
+/**
+ * Checks a request's `X-Signature` and, during a `sharedSecret` rotation, its
+ * `X-Ferry-Signatures` ({@link ROTATION_SIGNATURES_HEADER}) against one or more secrets, in
+ * constant time: true when any signature was made with any of them. With this, a receiver can
+ * switch to the new secret the moment it is rotated, and a receiver that kept the old one
+ * verifies until it expires.
+ *
+ * @param rawBody - the request body exactly as received
+ * @param headers - the request headers (any case)
+ * @param secret - one or more shared secrets
+ *
+ * @example
+ * ```ts
+ * if (!verifySignatureHeaders(req.body, req.headers, process.env.FERRY_SECRET!)) return res.status(401).end();
+ * ```
+ */
+export function verifySignatureHeaders(rawBody: string | Uint8Array, headers: HeadersLike, secret: string | readonly string[]): boolean {
+  const candidates: Buffer[] = [];
+  const single = headerValue(headers, 'X-Signature');
+  const decoded = single === undefined ? undefined : decodeSignature(single);
+  if (decoded !== undefined) candidates.push(decoded);
+  for (const entry of (headerValue(headers, ROTATION_SIGNATURES_HEADER) ?? '').split(' ')) {
+    const more = decodeSignature(entry);
+    if (more !== undefined) candidates.push(more);
+  }
+  return candidates.length > 0 && matchesAny(rawBody, candidates, secret);
+}
+
+function decodeSignature(header: string): Buffer | undefined {
+  const candidate = header.trim().toLowerCase();
   // Shape is checked before decoding because Buffer.from(hex) silently drops invalid digits,
   // which would let a malformed header decode to something comparable.
-  if (candidate.length !== SIGNATURE_HEX_LENGTH || !HEX_SIGNATURE.test(candidate)) return false;
+  if (candidate.length !== SIGNATURE_HEX_LENGTH || !HEX_SIGNATURE.test(candidate)) return undefined;
+  return Buffer.from(candidate, 'hex');
+}
+
+function matchesAny(rawBody: string | Uint8Array, received: readonly Buffer[], secret: string | readonly string[]): boolean {
   if (typeof rawBody !== 'string' && !(rawBody instanceof Uint8Array)) return false;
-  const expected = createHmac('sha1', keyFor(secret)).update(rawBody).digest();
-  const received = Buffer.from(candidate, 'hex');
-  return received.length === expected.length && timingSafeEqual(received, expected);
+  const secrets = typeof secret === 'string' ? [secret] : Array.isArray(secret) ? (secret as readonly unknown[]) : [];
+  let matched = false;
+  for (const s of secrets) {
+    if (typeof s !== 'string') continue;
+    const expected = createHmac('sha1', keyFor(s)).update(rawBody).digest();
+    // Every pair is compared, so the time taken does not tell which secret matched.
+    for (const r of received) if (r.length === expected.length && timingSafeEqual(r, expected)) matched = true;
+  }
+  return matched;
 }

@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createListener, formatEvent, formatRejection, signBody, type ReceivedWebhook, type RejectedWebhook, type WebhookListener } from '@ferry/webhooks';
+import {
+  createListener,
+  formatEvent,
+  formatRejection,
+  signBody,
+  standardWebhookSignatures,
+  type ReceivedWebhook,
+  type RejectedWebhook,
+  type WebhookListener,
+} from '@ferry/webhooks';
 
 const secret = 'listener-secret';
 const trackBody = JSON.stringify({
@@ -249,12 +258,12 @@ describe('formatEvent and formatRejection', () => {
       rawBody: Buffer.from(trackBody),
       verified: true,
     });
-    assert.equal(text, '2026-01-02T03:04:05.678Z POST /hooks  track "Order Completed"\n' + '  key=backend/msg_1 userId=user_42  signature ✓ verified');
+    assert.equal(text, '2026-01-02T03:04:05.678Z POST /hooks  track "Order Completed"\n' + '  key=backend/msg_1 userId=user_42  X-Signature ✓ verified');
   });
 
   it('shows the messageId instead of a key when the request names no source', () => {
     const text = formatEvent({ ...base, body: JSON.parse(trackBody), rawBody: Buffer.from(trackBody), verified: true });
-    assert.match(text, /\n {2}messageId=msg_1 userId=user_42 {2}signature/);
+    assert.match(text, /\n {2}messageId=msg_1 userId=user_42 {2}X-Signature/);
   });
 
   it('shows alias identifiers and copes with bodies missing fields', () => {
@@ -277,5 +286,68 @@ describe('formatEvent and formatRejection', () => {
       message: 'X-Signature does not match the body for the configured secret',
     });
     assert.match(text, /✗ 401 signature ✗ invalid/);
+  });
+});
+
+describe('createListener with Standard Webhooks secrets', () => {
+  const whsecOld = 'whsec_' + Buffer.alloc(32, 1).toString('base64');
+  const whsecNew = 'whsec_' + Buffer.alloc(32, 2).toString('base64');
+  const nowMs = Date.parse('2026-01-02T03:04:05.000Z');
+  const signed = (secrets: string[], atS = nowMs / 1000, id = 'msg_1') => ({
+    'webhook-id': id,
+    'webhook-timestamp': String(atS),
+    'webhook-signature': standardWebhookSignatures(id, atS, trackBody, secrets),
+  });
+  let listener: WebhookListener;
+  const events = new Inbox<ReceivedWebhook>('onEvent call');
+  const rejections = new Inbox<RejectedWebhook>('onRejected call');
+  before(async () => {
+    listener = createListener({
+      secret: ['new-shared', secret],
+      standardWebhooksSecrets: [whsecNew, whsecOld],
+      now: () => nowMs,
+      onEvent: events.push,
+      onRejected: rejections.push,
+    });
+    await listener.start();
+  });
+  after(() => listener.close());
+
+  it('SL01 accepts a request signed by either secret of both schemes, and shows both verdicts', async () => {
+    events.clear();
+    const res = await post(listener.url!, trackBody, { 'x-signature': signBody(trackBody, secret), 'x-ferry-source': 'backend', ...signed([whsecOld]) });
+    assert.equal(res.status, 200);
+    const event = await events.next();
+    assert.deepEqual(event.verdicts, { xSignature: 'verified', standardWebhooks: { ok: true, id: 'msg_1', timestampSeconds: nowMs / 1000 } });
+    assert.match(formatEvent(event), /X-Signature ✓ verified {2}Standard Webhooks ✓ verified \(webhook-id msg_1\)$/);
+  });
+
+  it('SL02 refuses a replayed request (timestamp past the tolerance) with 401, both verdicts in the line', async () => {
+    rejections.clear();
+    const res = await post(listener.url!, trackBody, { 'x-signature': signBody(trackBody, secret), ...signed([whsecNew], nowMs / 1000 - 301) });
+    assert.equal(res.status, 401);
+    assert.equal(res.json.error, 'invalid_standard_webhook');
+    const rejection = await rejections.next();
+    assert.equal(rejection.verdicts?.xSignature, 'verified');
+    assert.equal(rejection.verdicts?.standardWebhooks?.ok, false);
+    const text = formatRejection(rejection);
+    assert.match(text, /✗ 401 Standard Webhooks ✗ invalid: Standard Webhooks: webhook-timestamp is 301 s old/);
+    assert.match(text, /\n {2}X-Signature ✓ verified {2}Standard Webhooks ✗ timestamp_too_old/);
+  });
+
+  it('SL03 refuses a request without the Standard Webhooks headers, and one signed with another secret', async () => {
+    const bare = await post(listener.url!, trackBody, { 'x-signature': signBody(trackBody, secret) });
+    assert.equal(bare.status, 401);
+    assert.match(bare.json.message!, /missing webhook-id, webhook-timestamp, webhook-signature/);
+    const other = await post(listener.url!, trackBody, {
+      'x-signature': signBody(trackBody, secret),
+      ...signed(['whsec_' + Buffer.alloc(32, 3).toString('base64')]),
+    });
+    assert.equal(other.status, 401);
+    assert.match(other.json.message!, /no v1 signature/);
+  });
+
+  it('SL04 a malformed whsec secret is refused when the listener is made', () => {
+    assert.throws(() => createListener({ standardWebhooksSecrets: ['whsec_nope!'] }), TypeError);
   });
 });

@@ -18,6 +18,7 @@ import { adminRoutes, type AdminDeps } from './routes.js';
 import { tokenRoutes, tokenView } from './token-routes.js';
 import { tailRoutes } from './tail-routes.js';
 import { statsRoutes } from './stats-routes.js';
+import { secretRoutes } from './secret-routes.js';
 import { refuseUnknownKeys } from './unknown-keys.js';
 import type { AttemptWindows } from '../metrics/attempt-windows.js';
 
@@ -66,6 +67,7 @@ export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps)
           await deliveryRoutes(v1, deps);
           await replayRoutes(v1, { ...deps, jobs: deps.replay.jobs, settings: deps.replay.settings });
           await regulationRoutes(v1, deps);
+          await secretRoutes(v1, { catalog: deps.catalog, clock: deps.clock });
           await audienceRoutes(v1, { audiences: deps.audiences.store, sync: deps.audiences.sync, catalog: deps.catalog, clock: deps.clock });
           await tokenRoutes(v1, deps.tokens);
           await auditRoutes(v1, deps.store.audit);

@@ -34,6 +34,11 @@ program
   .option('-p, --port <n>', 'port to listen on', '9000')
   .option('--host <address>', 'address to bind', '127.0.0.1')
   .option('-s, --secret <secret>', "the destination's shared secret (env FERRY_LISTEN_SECRET)")
+  .option(
+    '--whsec <secret>',
+    'a Standard Webhooks secret of the destination, whsec_…; repeat it during a rotation (env FERRY_LISTEN_WHSEC, space-separated)',
+    (value: string, previous: string[] = []) => [...previous, value],
+  )
   .action(async (options: ListenOptions) => (await import('./listen.js')).listenCommand(options));
 
 program

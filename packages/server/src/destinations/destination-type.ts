@@ -18,6 +18,23 @@ export interface AudienceChangeNotice {
   traits: Record<string, unknown>;
 }
 
+/** What `POST /admin/v1/destinations/{id}/secrets/rotate` asks of a type. */
+export interface SecretRotationRequest {
+  /** Which of the type's secrets, as the caller names it (the Webhooks type: `standardWebhooks` or `sharedSecret`). */
+  kind: string;
+  nowMs: number;
+  /** How long the secrets replaced keep signing beside the new one; 0 drops them at once. */
+  overlapMs: number;
+}
+
+/** What a rotation made: the settings to store, and the new secret, to be shown once. */
+export interface SecretRotation<S> {
+  settings: S;
+  secret: string;
+  /** When the last secret replaced stops signing; null when there was none (or `overlapMs` was 0). */
+  previousExpiresAtMs: number | null;
+}
+
 /** What an attempt may use besides its job and destination; one per worker, shared by every attempt. */
 export interface AttemptContext {
   /** Each exchange must be answered within this time. */
@@ -57,6 +74,16 @@ export interface DestinationType<S = unknown> {
   renderAudienceChange?(change: AudienceChangeNotice): string;
   /** Settings as the admin API shows them and logs carry them: no secret, ever. */
   redactSettings(settings: S): object;
+  /**
+   * Generates a new secret of `request.kind`, keeping the ones it replaces signing until
+   * `nowMs + overlapMs` (their end stored in the settings, so every node and every restart
+   * honours it), and dropping those already expired. A type without it has no secrets to
+   * rotate. Its output settings must pass {@link settingsSchema} again.
+   *
+   * @throws FerryError `bad_request` for a kind it does not have, `conflict` when no more
+   *   secrets can sign at once.
+   */
+  rotateSecret?(settings: S, request: SecretRotationRequest): SecretRotation<S>;
   /**
    * Makes one attempt of a job: one exchange per target (the Webhooks type: each URL), all
    * of them over before it resolves. Failures are results, never thrown; what an attempt's

@@ -42,7 +42,18 @@ function headers(n: number): Record<string, string> {
   return Object.fromEntries(Array.from({ length: n }, (_, i) => [`X-H${i}`, `v${i}`]));
 }
 
-const reservedHeaders = ['Content-Type', 'Content-Length', 'Host', 'User-Agent', 'X-Signature', 'X-Ferry-Source'];
+const reservedHeaders = [
+  'Content-Type',
+  'Content-Length',
+  'Host',
+  'User-Agent',
+  'X-Signature',
+  'X-Ferry-Source',
+  'X-Ferry-Signatures',
+  'webhook-id',
+  'webhook-timestamp',
+  'webhook-signature',
+];
 
 describe('configuration schema: refusals', () => {
   const cases: { name: string; edit: (c: Record<string, any>) => void; path: string; rule: RegExp }[] = [
@@ -298,7 +309,7 @@ describe('configuration schema: refusals', () => {
         assertRefused(
           config,
           `destinations[0].settings.webhooks[0].headers.${spelling}`,
-          /cannot be set: Content-Type, Content-Length, Host, User-Agent, X-Signature and X-Ferry-Source are set by Ferry/,
+          /cannot be set: Content-Type, Content-Length, Host, User-Agent, X-Signature, X-Ferry-Source, X-Ferry-Signatures, webhook-id, webhook-timestamp and webhook-signature are set by Ferry/,
         );
       });
     }

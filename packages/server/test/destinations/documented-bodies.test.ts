@@ -100,7 +100,11 @@ describe('the request docs/delivery.md shows is what the server sends', () => {
   });
 
   test("E02 the static header and Ferry's own, in the spelling, order and values sent", () => {
-    const own = webhookHeaders({ url: 'https://hooks.example.com/events', headers: { 'X-Team': 'growth' } }, signBody(sent, 'demo-secret'), 'backend');
+    const own = webhookHeaders(
+      { url: 'https://hooks.example.com/events', headers: { 'X-Team': 'growth' } },
+      { xSignature: signBody(sent, 'demo-secret') },
+      'backend',
+    );
     const shownOwn = headers.filter(([name]) => name in own);
     assert.deepEqual(shownOwn, Object.entries(own));
   });

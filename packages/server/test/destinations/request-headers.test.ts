@@ -16,7 +16,11 @@ describe('X-Ferry-Source of a delivery', () => {
 
 describe('webhookHeaders', () => {
   test("H04 static headers as configured, then Ferry's own as the spec spells them", () => {
-    const headers = webhookHeaders({ url: 'https://hooks.example.com/', headers: { 'x-team': 'growth', Authorization: 'Bearer t' } }, 'abc', 'backend');
+    const headers = webhookHeaders(
+      { url: 'https://hooks.example.com/', headers: { 'x-team': 'growth', Authorization: 'Bearer t' } },
+      { xSignature: 'abc' },
+      'backend',
+    );
     assert.deepEqual(Object.entries(headers), [
       ['x-team', 'growth'],
       ['Authorization', 'Bearer t'],

@@ -3,20 +3,21 @@ import type { ExchangeResult } from '../../model/attempt.js';
 import type { ClaimedDelivery } from '../../store/store.js';
 import type { AttemptContext } from '../destination-type.js';
 import type { SendResult } from '../http/sender.js';
-import { signatureFor, sourceHeaderValue, webhookHeaders } from './request.js';
+import { signaturesFor, sourceHeaderValue, webhookHeaders } from './request.js';
 import type { WebhookEntry, WebhooksSettings } from './settings.js';
 
 /**
- * One attempt of a Webhooks delivery: the stored body, signed once, POSTed to every URL of
- * the destination at the same time, each with its static headers and Ferry's own.
+ * One attempt of a Webhooks delivery: the stored body, signed once for this attempt (the
+ * Standard Webhooks timestamp is the attempt's), POSTed to every URL of the destination at the
+ * same time, each with its static headers and Ferry's own.
  */
 export async function attemptWebhooks(job: ClaimedDelivery, destination: DestinationConfig<WebhooksSettings>, ctx: AttemptContext): Promise<ExchangeResult[]> {
   const body = Buffer.from(job.body);
-  const signature = signatureFor(destination.settings, body);
+  const signatures = signaturesFor(destination.settings, job, body, ctx.clock.now());
   const source = sourceHeaderValue(job);
   const { webhooks } = destination.settings;
   const sendTo = (entry: WebhookEntry): Promise<SendResult> =>
-    ctx.http.send({ url: entry.url, headers: webhookHeaders(entry, signature, source), body, timeoutMs: ctx.timeoutMs });
+    ctx.http.send({ url: entry.url, headers: webhookHeaders(entry, signatures, source), body, timeoutMs: ctx.timeoutMs });
   // Most destinations have one URL: no array of promises to gather for it.
   return webhooks.length === 1 ? [await sendTo(webhooks[0]!)] : Promise.all(webhooks.map(sendTo));
 }

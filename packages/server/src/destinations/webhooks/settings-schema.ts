@@ -4,7 +4,8 @@
  */
 import { z } from 'zod';
 import { isArrayPayload, rule, strict, stringField, describeValue } from '../../config/schema-rules.js';
-import type { WebhookEntry, WebhooksSettings } from './settings.js';
+import { formatUtcMs } from '../../model/timestamps.js';
+import type { SigningSecret, StandardWebhooksSettings, WebhookEntry, WebhooksSettings } from './settings.js';
 
 /** Limits of a Webhooks destination's settings. The first two come from the spec; the rest are sanity bounds. */
 export const webhooksLimits = Object.freeze({
@@ -16,13 +17,32 @@ export const webhooksLimits = Object.freeze({
   maxUrlLength: 2048,
   maxHeaderNameLength: 256,
   maxHeaderValueLength: 8192,
+  /** Standard Webhooks secrets at once, expiring ones included. */
+  maxStandardWebhooksSecrets: 5,
+  /** Bytes of a Standard Webhooks key: 24 (192 bits) at least, 64 (the HMAC-SHA256 block) at most. */
+  minStandardWebhooksKeyBytes: 24,
+  maxStandardWebhooksKeyBytes: 64,
+  /** Shared secrets a rotation keeps signing beside the current one. */
+  maxPreviousSharedSecrets: 4,
 });
 
 /**
- * Header names a webhook entry may not set, lower-cased. The first five are Ferry's own
- * (DESIGN.md); the rest are managed by the HTTP client, which refuses or mishandles them.
+ * Header names a webhook entry may not set, lower-cased. These are Ferry's own (DESIGN.md,
+ * Standard Webhooks included, set or not); `transportHeaders` are managed by the HTTP
+ * client, which refuses or mishandles them.
  */
-const ferryOwnedHeaders = ['content-type', 'content-length', 'host', 'user-agent', 'x-signature', 'x-ferry-source'] as const;
+const ferryOwnedHeaders = [
+  'content-type',
+  'content-length',
+  'host',
+  'user-agent',
+  'x-signature',
+  'x-ferry-source',
+  'x-ferry-signatures',
+  'webhook-id',
+  'webhook-timestamp',
+  'webhook-signature',
+] as const;
 const transportHeaders = [
   'connection',
   'keep-alive',
@@ -44,6 +64,76 @@ const sharedSecretSchema = z.string().superRefine(
     return undefined;
   }),
 );
+
+const isoUtc = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,3})?Z$/;
+
+/** An `expiresAt`: ISO 8601 in UTC; output in Ferry's one form (`formatUtcMs`). */
+const expiresAtSchema = z
+  .string()
+  .superRefine(
+    rule((v: string) => (isoUtc.test(v) && Number.isFinite(Date.parse(v)) ? undefined : 'must be an ISO 8601 date-time in UTC, e.g. 2026-01-02T03:04:05.000Z')),
+  )
+  .transform((v) => formatUtcMs(Date.parse(v)));
+
+const base64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/** Why a Standard Webhooks secret is refused, or undefined. Never quotes the secret. */
+export function checkStandardWebhooksSecret(v: string): string | undefined {
+  if (!v.startsWith('whsec_')) return 'must start with whsec_ (a Standard Webhooks secret is whsec_ and the base64 of its key)';
+  const encoded = v.slice('whsec_'.length);
+  if (!base64.test(encoded)) return 'must be whsec_ followed by standard base64 (A-Z, a-z, 0-9, +, /, = padding)';
+  const bytes = Buffer.byteLength(encoded, 'base64');
+  const { minStandardWebhooksKeyBytes: min, maxStandardWebhooksKeyBytes: max } = webhooksLimits;
+  if (bytes < min || bytes > max) return `must encode ${min} to ${max} bytes (got ${bytes})`;
+  return undefined;
+}
+
+/** A secret with an optional end, written as the secret alone or as `{ secret, expiresAt }`. */
+function signingSecretSchema(secret: z.ZodType<string>) {
+  const either = z.union([secret, strict({ secret, expiresAt: expiresAtSchema.optional() })], {
+    error: (iss) => (iss.code === 'invalid_union' ? `must be a secret or a mapping { secret, expiresAt } (got ${describeValue(iss.input)})` : undefined),
+  });
+  return either.transform((v): SigningSecret => {
+    if (typeof v === 'string') return { secret: v };
+    return v.expiresAt === undefined ? { secret: v.secret } : { secret: v.secret, expiresAt: v.expiresAt };
+  });
+}
+
+/** A list refusing the same secret twice: it would sign twice for nothing. */
+function noRepeatedSecret(list: unknown[], ctx: z.core.$RefinementCtx<unknown[]>): void {
+  const seen = new Map<string, number>();
+  list.forEach((entry, index) => {
+    const secret = typeof entry === 'string' ? entry : stringField(entry, 'secret');
+    if (secret === undefined) return;
+    const first = seen.get(secret);
+    if (first === undefined) seen.set(secret, index);
+    else ctx.addIssue({ code: 'custom', message: `repeats the secret of entry ${first}`, path: [index], input: undefined });
+  });
+}
+
+const standardWebhooksSchema = strict({
+  secrets: z
+    .array(signingSecretSchema(z.string().superRefine(rule(checkStandardWebhooksSecret))))
+    .superRefine(
+      (list, ctx) => {
+        const max = webhooksLimits.maxStandardWebhooksSecrets;
+        if (list.length === 0 || list.length > max) ctx.addIssue({ code: 'custom', message: `1 to ${max} secrets (got ${list.length})`, input: undefined });
+      },
+      { when: isArrayPayload },
+    )
+    .superRefine(noRepeatedSecret, { when: isArrayPayload }),
+}).transform((s): StandardWebhooksSettings => ({ secrets: s.secrets }));
+
+const previousSharedSecretsSchema = z
+  .array(strict({ secret: sharedSecretSchema, expiresAt: expiresAtSchema }))
+  .superRefine(
+    (list, ctx) => {
+      const max = webhooksLimits.maxPreviousSharedSecrets;
+      if (list.length > max) ctx.addIssue({ code: 'custom', message: `at most ${max} previous secrets (got ${list.length})`, input: undefined });
+    },
+    { when: isArrayPayload },
+  )
+  .superRefine(noRepeatedSecret, { when: isArrayPayload });
 
 /** Why a webhook URL is refused, or undefined when it is acceptable. Exported for the admin API and tests. */
 export function checkWebhookUrl(v: string): string | undefined {
@@ -97,7 +187,7 @@ function checkHeaders(headers: Record<string, unknown>, ctx: z.core.$RefinementC
     }
     if ((ferryOwnedHeaders as readonly string[]).includes(lower)) {
       issue(
-        `header ${JSON.stringify(name)} cannot be set: Content-Type, Content-Length, Host, User-Agent, X-Signature and X-Ferry-Source are set by Ferry (any case)`,
+        `header ${JSON.stringify(name)} cannot be set: Content-Type, Content-Length, Host, User-Agent, X-Signature, X-Ferry-Source, X-Ferry-Signatures, webhook-id, webhook-timestamp and webhook-signature are set by Ferry (any case)`,
       );
       continue;
     }
@@ -177,8 +267,19 @@ export const webhooksSettingsSchema = strict({
   webhooks: webhooksListSchema.optional(),
   webhookUrl: urlSchema.optional(),
   sharedSecret: sharedSecretSchema.optional(),
+  previousSharedSecrets: previousSharedSecretsSchema.optional(),
+  standardWebhooks: standardWebhooksSchema.optional(),
 })
   .superRefine((s, ctx) => {
+    if (s.previousSharedSecrets !== undefined && s.sharedSecret === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          'previous shared secrets sign only beside a sharedSecret; to stop signing, remove both (PATCH {"settings":{"sharedSecret":null,"previousSharedSecrets":null}})',
+        path: ['previousSharedSecrets'],
+        input: undefined,
+      });
+    }
     const list = s.webhooks ?? [];
     if (list.length === 0 && s.webhookUrl === undefined) {
       ctx.addIssue({
@@ -203,5 +304,7 @@ export const webhooksSettingsSchema = strict({
     if (webhooks.length === 0 && s.webhookUrl !== undefined) webhooks.push({ url: s.webhookUrl, headers: {} });
     const out: WebhooksSettings = { webhooks };
     if (s.sharedSecret !== undefined) out.sharedSecret = s.sharedSecret;
+    if (s.previousSharedSecrets !== undefined && s.previousSharedSecrets.length > 0) out.previousSharedSecrets = s.previousSharedSecrets;
+    if (s.standardWebhooks !== undefined) out.standardWebhooks = s.standardWebhooks;
     return out;
   });

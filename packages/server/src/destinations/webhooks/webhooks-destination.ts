@@ -2,12 +2,14 @@ import type { DestinationType } from '../destination-type.js';
 import { attemptWebhooks } from './attempt.js';
 import { buildAudienceIdentifyBody, buildDeleteBody, buildWebhookBody } from './body.js';
 import { redactWebhooksSettings } from './redact-settings.js';
+import { rotateWebhooksSecret } from './secret-rotation.js';
 import type { WebhooksSettings } from './settings.js';
 import { webhooksSettingsSchema } from './settings-schema.js';
 
 /**
  * The Webhooks destination of `spec/webhooks-destination.md`: signed JSON POSTs to up to 5
- * URLs. It takes deletion notices and audience changes.
+ * URLs, with Standard Webhooks signatures beside `X-Signature` when configured. It takes
+ * deletion notices and audience changes, and rotates its secrets.
  */
 export const webhooksDestinationType: DestinationType<WebhooksSettings> = {
   type: 'Webhooks',
@@ -16,5 +18,6 @@ export const webhooksDestinationType: DestinationType<WebhooksSettings> = {
   renderDeleteNotice: buildDeleteBody,
   renderAudienceChange: buildAudienceIdentifyBody,
   redactSettings: redactWebhooksSettings,
+  rotateSecret: rotateWebhooksSecret,
   attempt: attemptWebhooks,
 };
