@@ -86,20 +86,39 @@ export class FerryMetrics {
       if (duplicates > 0) ingested.inc({ source: sourceId, outcome: 'duplicate' }, duplicates);
     });
     this.listen('ingest:rejected', ({ sourceId, rejected }) => ingested.inc({ source: sourceId, outcome: 'rejected' }, rejected.length));
+    // Label children cached per destination: a label lookup hashes its labels on every call,
+    // and these run once or twice per delivery, many thousand times a second.
+    const children = new Map<
+      string,
+      { success: Counter.Internal; retry: Counter.Internal; dead: Counter.Internal; duration: Histogram.Internal<'destination'> }
+    >();
+    const of = (destination: string) => {
+      let c = children.get(destination);
+      if (c === undefined) {
+        c = {
+          success: attempts.labels(destination, 'success'),
+          retry: attempts.labels(destination, 'retry'),
+          dead: attempts.labels(destination, 'dead'),
+          duration: duration.labels(destination),
+        };
+        children.set(destination, c);
+      }
+      return c;
+    };
     this.listen('delivery:succeeded', ({ destinationId }) => {
-      attempts.inc({ destination: destinationId, outcome: 'success' });
+      of(destinationId).success.inc();
       windows.recordAttempt(destinationId, true, clock.now());
     });
     this.listen('delivery:retrying', ({ destinationId }) => {
-      attempts.inc({ destination: destinationId, outcome: 'retry' });
+      of(destinationId).retry.inc();
       windows.recordAttempt(destinationId, false, clock.now());
     });
     this.listen('delivery:dead', ({ destinationId }) => {
-      attempts.inc({ destination: destinationId, outcome: 'dead' });
+      of(destinationId).dead.inc();
       windows.recordAttempt(destinationId, false, clock.now());
     });
     this.listen('delivery:attempted', ({ destinationId, latencyMs }) => {
-      duration.observe({ destination: destinationId }, latencyMs / 1000);
+      of(destinationId).duration.observe(latencyMs / 1000);
       windows.recordLatency(destinationId, latencyMs, clock.now());
     });
   }
