@@ -64,7 +64,7 @@ if (want('end-to-end'))
 if (want('isolation'))
   results['isolation'] = { ...(await runIsolation({ events: sizes.isolationEvents, runs: quick ? 1 : 3, timeoutS: 180 })), events: sizes.isolationEvents };
 if (want('metrics'))
-  results['metrics'] = await runMetrics({ runs: quick ? 1 : 4, seconds: quick ? 2 : 5, events: quick ? 5_000 : 30_000, pending: quick ? 100_000 : 1_000_000 });
+  results['metrics'] = await runMetrics({ runs: quick ? 1 : 6, seconds: quick ? 2 : 5, events: quick ? 5_000 : 60_000, pending: quick ? 100_000 : 1_000_000 });
 if (want('backlog-memory')) results['backlog-memory'] = await runBacklogMemory({ events: sizes.backlogEvents, drainTimeoutS: full ? 1800 : 900 });
 
 const r = results;
