@@ -18,6 +18,10 @@ export interface AuditRouteConfig {
 }
 
 declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by a handler whose request turned out to change nothing (a dry run): no audit entry. */
+    auditSkip?: boolean;
+  }
   interface FastifyContextConfig {
     /** How the route is written to the audit log; see `admin/audit.ts`. */
     audit?: AuditRouteConfig;
@@ -97,14 +101,14 @@ export function auditChanges(scope: FastifyInstance, deps: AuditDeps): void {
     try {
       await deps.log.append(await entryFor(request, reply, payload, deps));
     } catch (err) {
-      deps.logger.error({ err, method: request.method, url: request.url.split('?')[0] }, 'audit entry not written');
+      deps.logger.error({ err, reqId: request.id, method: request.method, url: request.url.split('?')[0] }, 'audit entry not written');
     }
     return payload;
   });
 }
 
 function isAudited(request: FastifyRequest): boolean {
-  return changeMethods.has(request.method) && !request.is404 && request.routeOptions.config.audit?.skip !== true;
+  return changeMethods.has(request.method) && !request.is404 && request.routeOptions.config.audit?.skip !== true && request.auditSkip !== true;
 }
 
 async function entryFor(request: FastifyRequest, reply: FastifyReply, payload: unknown, deps: AuditDeps) {

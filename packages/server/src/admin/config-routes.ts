@@ -56,7 +56,8 @@ export async function configRoutes(app: FastifyInstance, deps: ConfigRouteDeps):
   const { store, catalog, clock, logger } = deps;
   let applying: Promise<unknown> = Promise.resolve();
 
-  app.post('/config/plan', async (request) => {
+  // A plan changes nothing: it is not an entry of the audit log.
+  app.post('/config/plan', { config: { audit: { skip: true } } }, async (request) => {
     const desired = desiredFrom(request.body, catalog);
     const [stored, applied] = await Promise.all([store.loadCatalog(), readAppliedConfig(store)]);
     const changes = planCatalog(stored, desired, { types: catalog.types, applied });
@@ -66,7 +67,7 @@ export async function configRoutes(app: FastifyInstance, deps: ConfigRouteDeps):
   app.post('/config/apply', async (request) => {
     const desired = desiredFrom(request.body, catalog);
     const run = applying.then(async () => {
-      const changes = await applyCatalog(store, desired, { types: catalog.types, logger, clock, origin: 'POST /admin/v1/config/apply' });
+      const changes = await applyCatalog(store, desired, { types: catalog.types, logger: logger.child({ reqId: request.id }), clock, origin: 'POST /admin/v1/config/apply' });
       await catalog.reload();
       return changes;
     });

@@ -78,7 +78,10 @@ export async function replayRoutes(app: FastifyInstance, deps: ReplayRouteDeps):
     };
     const existing = { ...filter, destinationIdsIn: catalog.destinations().map((d) => d.id) };
     const matching = await store.countReplayable(existing);
-    if (body.dryRun === true) return { dryRun: true, wouldReplay: matching };
+    if (body.dryRun === true) {
+      request.auditSkip = true;
+      return { dryRun: true, wouldReplay: matching };
+    }
     if (matching <= settings.inlineLimit) {
       const replayed = await store.replay(existing, clock.now());
       if (replayed > 0) deps.onQueued?.();

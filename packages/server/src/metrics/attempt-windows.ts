@@ -82,8 +82,9 @@ export class AttemptWindows {
     let attempts = 0;
     let succeeded = 0;
     const latencies = new Uint32Array(bins);
+    // The ring is sparse (a slot exists once an attempt fell in it): skip the holes.
     for (const slot of ring ?? []) {
-      if (slot.startMs < since || slot.startMs > nowMs) continue;
+      if (slot === undefined || slot.startMs < since || slot.startMs > nowMs) continue;
       attempts += slot.attempts;
       succeeded += slot.succeeded;
       if (slot.latencies) for (let i = 0; i < bins; i++) latencies[i]! += slot.latencies[i]!;

@@ -125,7 +125,10 @@ export class FerryMetrics {
 
   /** The Prometheus text of every series, the backlog read from the store now. */
   async scrape(): Promise<{ contentType: string; text: string }> {
-    await this.readBacklog();
+    // Scrapes that overlap share one read of the backlog (a pass over the pending jobs' index):
+    // several Prometheus servers, or a caller hammering a public endpoint, cost one read at a time.
+    this.backlogRead ??= this.readBacklog().finally(() => (this.backlogRead = undefined));
+    await this.backlogRead;
     return { contentType: this.registry.contentType, text: await this.registry.metrics() };
   }
 
@@ -133,6 +136,8 @@ export class FerryMetrics {
   close(): void {
     for (const off of this.detach.splice(0)) off();
   }
+
+  private backlogRead: Promise<void> | undefined;
 
   private async readBacklog(): Promise<void> {
     const rows = await this.deps.backlog.backlog();

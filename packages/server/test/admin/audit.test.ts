@@ -14,6 +14,22 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 for (const kind of storeKinds) {
   describe(`the audit log (${kind})`, () => {
+    test('what changes nothing is not an entry: a configuration plan and a replay dry run', async (t) => {
+      const { server } = await startFerryOn(kind, config(), { deliver: false }, cleanups(t));
+      const plan = await adminCall(server.url, adminToken, 'POST', '/config/plan', { config: { sources: [], destinations: [] } });
+      assert.equal(plan.status, 200, JSON.stringify(plan.json));
+      const dry = await adminCall(server.url, adminToken, 'POST', '/dead-letters/replay', { dryRun: true });
+      assert.equal(dry.status, 200);
+      assert.equal(dry.json.wouldReplay, 0);
+      // A real replay (of nothing) is a change an operator made, and is kept.
+      assert.equal((await adminCall(server.url, adminToken, 'POST', '/dead-letters/replay', {})).status, 200);
+      const audit = await adminCall(server.url, adminToken, 'GET', '/audit');
+      assert.deepEqual(
+        audit.json.entries.map((e: { action: string }) => e.action),
+        ['dead-letter.replay'],
+      );
+    });
+
     test('a destination created, patched and deleted: who, what, when, and the object before and after with its secrets masked', async (t) => {
       const clock = new ManualClock();
       const { server, rows } = await startFerryOn(kind, config(), { clock, deliver: false }, cleanups(t));

@@ -28,3 +28,15 @@ test('counts leave the 5-minute window before the hour’s, and a slot reused an
   assert.deepEqual(w.stats('d', '1h', t0 + 60 * 60_000), { attempts: 1, succeeded: 1, successRate: 1, p50Ms: null, p99Ms: null });
   assert.equal(w.stats('none', '1h', t0).successRate, null);
 });
+
+test('a destination whose attempts fell in a later slot of the hour (a sparse ring) reads without fault', () => {
+  const w = new AttemptWindows();
+  // 37 minutes past the hour: slot 148 of 240, with every slot before it empty.
+  const late = t0 + 37 * 60_000 + 4_321;
+  w.recordAttempt('d', true, late);
+  w.recordLatency('d', 42, late);
+  const s = w.stats('d', '5m', late);
+  assert.deepEqual({ attempts: s.attempts, succeeded: s.succeeded, successRate: s.successRate }, { attempts: 1, succeeded: 1, successRate: 1 });
+  assert.ok(Math.abs(s.p50Ms! - 42) <= 42 * 0.12, `p50 ${s.p50Ms} is 42 within the bins' 12 %`);
+  assert.equal(w.stats('d', '1h', late + 10 * 60_000).attempts, 1);
+});
