@@ -51,7 +51,9 @@ export async function secretRoutes(app: FastifyInstance, deps: SecretRouteDeps):
         .filter((id) => id !== current.id),
       catalog.types,
     );
-    await catalog.putDestination(destination);
+    // Compare-and-set: of two rotations at once, only one secret may be answered, the stored one.
+    if (!(await catalog.replaceDestination(destination, current)))
+      throw new FerryError('conflict', `destination ${current.id} changed while its secret was being rotated; nothing was changed, rotate again`);
     const previousExpiresAt = rotation.previousExpiresAtMs === null ? null : formatUtcMs(rotation.previousExpiresAtMs);
     return reply.code(201).header('cache-control', 'no-store').send({ kind, secret: rotation.secret, previousExpiresAt });
   });

@@ -141,6 +141,17 @@ export class Catalog extends EventEmitter<{ 'catalog:reloaded': [] }> {
     await this.reload();
   }
 
+  /**
+   * Replaces a destination only if the store still holds `previous`, then reloads; false when
+   * it changed meanwhile (another request or node got there first). See
+   * `CatalogStore.replaceDestination`.
+   */
+  async replaceDestination(next: DestinationConfig, previous: DestinationConfig): Promise<boolean> {
+    const replaced = await this.store.replaceDestination(next, previous);
+    await this.reload();
+    return replaced;
+  }
+
   /** Deletes a destination; its pending jobs are dead-lettered (replayable if it comes back). */
   async removeDestination(id: string): Promise<boolean> {
     if (!this.destinationsById.has(id)) return false;

@@ -16,6 +16,13 @@ export interface CatalogStore {
   saveSource(source: SourceConfig): Promise<void>;
   deleteSource(id: string): Promise<void>;
   saveDestination(destination: DestinationConfig): Promise<void>;
+  /**
+   * Replaces a destination only if what is stored is still `previous` (as `loadCatalog` gave
+   * it): a compare-and-set for read-modify-write changes such as a secret rotation, so that of
+   * two concurrent ones (two requests, two nodes) one wins and the other learns it lost.
+   * False when the stored destination differs or is gone.
+   */
+  replaceDestination(next: DestinationConfig, previous: DestinationConfig): Promise<boolean>;
   deleteDestination(id: string): Promise<void>;
   getSetting(key: string): Promise<string | null>;
   setSetting(key: string, value: string): Promise<void>;

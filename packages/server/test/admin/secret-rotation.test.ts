@@ -206,6 +206,29 @@ for (const { name, open } of stores) {
       });
     }
 
+    test('RT05 rotations at once: every secret answered is one that is stored; a stale compare-and-set changes nothing', async () => {
+      const rotations = await Promise.all(
+        [1, 2, 3].map(() => t.admin('POST', '/destinations/hooks/secrets/rotate', { kind: 'sharedSecret', overlapSeconds: 60 })),
+      );
+      const answered = rotations.filter((r) => r.status === 201).map((r) => (r.json as { secret: string }).secret);
+      assert.ok(answered.length >= 1, 'one rotation at least goes through');
+      for (const r of rotations) if (r.status !== 201) assert.equal(r.status, 409, JSON.stringify(r.json));
+      const settings = (await t.ferry.store.loadCatalog()).destinations.find((d) => d.id === 'hooks')!.settings as {
+        sharedSecret: string;
+        previousSharedSecrets?: { secret: string }[];
+      };
+      const signing = [settings.sharedSecret, ...(settings.previousSharedSecrets ?? []).map((p) => p.secret)];
+      for (const secret of answered) assert.ok(signing.includes(secret), 'an answered secret signs');
+
+      const current = (await t.ferry.store.loadCatalog()).destinations.find((d) => d.id === 'hooks')!;
+      const stale = { ...current, name: 'stale copy' };
+      assert.equal(await t.ferry.store.replaceDestination({ ...current, name: 'lost update' }, stale), false);
+      assert.equal((await t.ferry.store.loadCatalog()).destinations.find((d) => d.id === 'hooks')!.name, current.name);
+      assert.equal(await t.ferry.store.replaceDestination({ ...current, name: 'renamed' }, current), true);
+      assert.equal((await t.ferry.store.loadCatalog()).destinations.find((d) => d.id === 'hooks')!.name, 'renamed');
+      await t.ferry.catalog.reload();
+    });
+
     test('teardown', async () => {
       await t.stop();
       await receiver.close();

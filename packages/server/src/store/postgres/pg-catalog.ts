@@ -26,6 +26,16 @@ export class PgCatalog implements CatalogStore {
     await this.pool.query(`DELETE FROM sources WHERE id = $1`, [id]);
   }
 
+  async replaceDestination(next: DestinationConfig, previous: DestinationConfig): Promise<boolean> {
+    // Both sides are JSON.stringify of the same shape, so the stored text compares exactly.
+    const { rowCount } = await this.pool.query(`UPDATE destinations SET config = $1 WHERE id = $2 AND config = $3`, [
+      JSON.stringify(next),
+      previous.id,
+      JSON.stringify(previous),
+    ]);
+    return rowCount === 1;
+  }
+
   async saveDestination(destination: DestinationConfig): Promise<void> {
     await this.pool.query(`INSERT INTO destinations (id, config) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET config = excluded.config`, [
       destination.id,

@@ -24,6 +24,14 @@ export class SqliteCatalog implements CatalogStore {
     this.db.prepare(`DELETE FROM sources WHERE id = ?`).run(id);
   }
 
+  async replaceDestination(next: DestinationConfig, previous: DestinationConfig): Promise<boolean> {
+    // Both sides are JSON.stringify of the same shape, so the stored text compares exactly.
+    const changed = this.db
+      .prepare(`UPDATE destinations SET config = ? WHERE id = ? AND config = ?`)
+      .run(JSON.stringify(next), previous.id, JSON.stringify(previous)).changes;
+    return changed === 1;
+  }
+
   async saveDestination(destination: DestinationConfig): Promise<void> {
     this.db
       .prepare(`INSERT INTO destinations (id, config) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET config = excluded.config`)

@@ -237,6 +237,9 @@ export class SqliteStore implements Store {
   saveDestination(destination: DestinationConfig): Promise<void> {
     return this.catalog.saveDestination(destination);
   }
+  replaceDestination(next: DestinationConfig, previous: DestinationConfig): Promise<boolean> {
+    return this.catalog.replaceDestination(next, previous);
+  }
   deleteDestination(id: string): Promise<void> {
     return this.catalog.deleteDestination(id);
   }
