@@ -81,7 +81,7 @@ export interface FerryOptions {
   http?: Partial<HttpServerSettings>;
   /**
    * When a bulk replay runs at once and when as a job, and a job's batch size, over
-   * `defaultReplaySettings` (5,000 and 1,000). Tests set small ones.
+   * `defaultReplaySettings` (5,000 and 1,000; on a shared store, running jobs swept up every 30 s). Tests set small ones.
    */
   replay?: Partial<ReplaySettings>;
   /** Start the delivery loop with `start()`. Tests that drive the worker by hand turn it off. Default true. */
@@ -293,6 +293,8 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     await replayJobs.resumeRunning();
     const refreshMs = options.catalogRefreshMs ?? (store.kind === 'postgres' ? 5000 : 0);
     if (refreshMs > 0) catalog.refreshEvery(refreshMs, logger);
+    // Another node's job, left running when that node died, is carried on here.
+    if (store.kind === 'postgres') replayJobs.sweepEvery(replaySettings.sweepMs);
     if (options.deliver !== false) {
       worker.start();
       audiences.start();

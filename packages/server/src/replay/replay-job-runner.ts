@@ -3,7 +3,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Catalog } from '../routing/catalog.js';
 import type { ReplayFilter, ReplayJobRecord, Store } from '../store/store.js';
-import type { Clock } from '../util/clock.js';
+import { timersOf, type Clock, type TimerHandle } from '../util/clock.js';
 
 /** When a bulk replay runs at once and when as a job, and the size of a job's batches. */
 export interface ReplaySettings {
@@ -11,10 +11,12 @@ export interface ReplaySettings {
   inlineLimit: number;
   /** Dead letters a job replays per transaction. */
   batchSize: number;
+  /** On a shared store, how often a node takes up running jobs it does not run (see `sweepEvery`). */
+  sweepMs: number;
 }
 
 /** The defaults: 5,000 dead letters replayed in one statement take well under a second on either store. */
-export const defaultReplaySettings: ReplaySettings = Object.freeze({ inlineLimit: 5000, batchSize: 1000 });
+export const defaultReplaySettings: ReplaySettings = Object.freeze({ inlineLimit: 5000, batchSize: 1000, sweepMs: 30_000 });
 
 /**
  * Carries out replay jobs: bulk replays too large for one transaction, replayed in batches of
@@ -27,6 +29,9 @@ export const defaultReplaySettings: ReplaySettings = Object.freeze({ inlineLimit
 export class ReplayJobRunner {
   private queue: Promise<void> = Promise.resolve();
   private readonly stopping = new AbortController();
+  /** Jobs this node has queued or is running, so a sweep does not queue one twice. */
+  private readonly scheduled = new Set<string>();
+  private sweepTimer: TimerHandle | undefined;
 
   constructor(
     private readonly deps: {
@@ -60,7 +65,26 @@ export class ReplayJobRunner {
 
   /** Schedules every job left running by an earlier process (or another node that stopped). */
   async resumeRunning(): Promise<void> {
-    for (const job of await this.deps.store.runningReplayJobs()) this.schedule(job.id);
+    for (const job of await this.deps.store.runningReplayJobs()) if (!this.scheduled.has(job.id)) this.schedule(job.id);
+  }
+
+  /**
+   * On a shared store, takes up every `intervalMs` the running jobs this node does not run: a
+   * job whose node died or was scaled away is carried on by the others, not left running until
+   * some node restarts. Two nodes on one job are safe: each batch locks the job and goes on
+   * from its stored cursor, and a letter replayed is no longer dead. Until {@link stop}.
+   */
+  sweepEvery(intervalMs: number): void {
+    const timers = timersOf(this.deps.clock);
+    const next = (): void => {
+      if (this.stopping.signal.aborted) return;
+      this.sweepTimer = timers.setTimeout(() => {
+        this.resumeRunning()
+          .catch((err: unknown) => this.deps.logger.warn({ err }, 'could not look for replay jobs left running; looking again later'))
+          .finally(next);
+      }, intervalMs);
+    };
+    next();
   }
 
   /** Resolves once every job scheduled so far is over (or given up by {@link stop}). */
@@ -71,11 +95,13 @@ export class ReplayJobRunner {
   /** Schedules no more batches: the job running stops after its batch and stays running, carried on at the next start. */
   stop(): Promise<void> {
     this.stopping.abort();
+    timersOf(this.deps.clock).clearTimeout(this.sweepTimer);
     return this.queue;
   }
 
   private schedule(id: string): void {
-    this.queue = this.queue.then(() => this.run(id));
+    this.scheduled.add(id);
+    this.queue = this.queue.then(() => this.run(id)).finally(() => this.scheduled.delete(id));
   }
 
   private async run(id: string): Promise<void> {

@@ -382,6 +382,46 @@ for (const backend of backends) {
       assert.equal((await t.admin('GET', '/replay-jobs?after=garbage')).json.errors[0].path, 'after');
     });
 
+    if (backend.name === 'postgres')
+      test('a job whose node died is carried on by a node already running, at its next sweep', async (ctx) => {
+        const cleanup = cleanupStack();
+        ctx.after(() => cleanup.run());
+        const clock = new ManualClock(T0);
+        const open = await backend.place(cleanup.add, clock);
+        const receiver = await startReceiver({ status: 400 });
+        cleanup.add(() => receiver.close());
+        const config = testConfig([webhooksDestination('hooks', [receiver.url])]);
+        const options = { clock, deliver: false, replay: { inlineLimit: 2, batchSize: 2, sweepMs: 30_000 } };
+        const survivor = await startFerry(config, { ...options, store: await open() });
+        cleanup.add(() => survivor.stop());
+        const doomed = await startFerry(config, { ...options, store: await open() });
+        let doomedStopped = false;
+        cleanup.add(() => (doomedStopped ? undefined : doomed.stop()));
+        const batch = [1, 2, 3].map((n) => ({ type: 'track', userId: `u${n}`, event: 'E', messageId: `s${n}` }));
+        assert.equal((await doomed.send('/v1/batch', { batch })).status, 200);
+        await doomed.idle();
+        // The doomed node takes the job and runs none of it, as one that died at once would.
+        await doomed.ferry.replayJobs.stop();
+        const job = (await doomed.admin('POST', '/dead-letters/replay', { destinationId: 'hooks' })).json.job;
+        await doomed.stop();
+        doomedStopped = true;
+        assert.equal((await survivor.admin('GET', `/replay-jobs/${job.id}`)).json.status, 'running');
+
+        // Nothing happens before the sweep is due; then the survivor takes the job up.
+        clock.advance(29_999);
+        await survivor.ferry.replayJobs.idle();
+        assert.equal((await survivor.admin('GET', `/replay-jobs/${job.id}`)).json.status, 'running');
+        clock.advance(1);
+        let done = (await survivor.admin('GET', `/replay-jobs/${job.id}`)).json;
+        // The sweep's store read and the batches are asynchronous: wait for the job's end, bounded.
+        for (let i = 0; i < 500 && done.status === 'running'; i++) {
+          await new Promise((r) => setTimeout(r, 10));
+          await survivor.ferry.replayJobs.idle();
+          done = (await survivor.admin('GET', `/replay-jobs/${job.id}`)).json;
+        }
+        assert.deepEqual([done.status, done.replayed, done.total], ['done', 3, 3]);
+      });
+
     test('a job left running by a stop is carried on from its progress by the next start', async (ctx) => {
       const cleanup = cleanupStack();
       ctx.after(() => cleanup.run());
