@@ -67,7 +67,12 @@ export async function configRoutes(app: FastifyInstance, deps: ConfigRouteDeps):
   app.post('/config/apply', async (request) => {
     const desired = desiredFrom(request.body, catalog);
     const run = applying.then(async () => {
-      const changes = await applyCatalog(store, desired, { types: catalog.types, logger: logger.child({ reqId: request.id }), clock, origin: 'POST /admin/v1/config/apply' });
+      const changes = await applyCatalog(store, desired, {
+        types: catalog.types,
+        logger: logger.child({ reqId: request.id }),
+        clock,
+        origin: 'POST /admin/v1/config/apply',
+      });
       await catalog.reload();
       return changes;
     });

@@ -30,6 +30,10 @@ export interface ApplyOptions {
  * @throws FerryError `conflict` as {@link planCatalog} does, before anything is written.
  */
 export async function applyCatalog(store: CatalogStore, desired: DesiredCatalog, options: ApplyOptions): Promise<CatalogChange[]> {
+  return store.withCatalogLock(() => applyLocked(store, desired, options));
+}
+
+async function applyLocked(store: CatalogStore, desired: DesiredCatalog, options: ApplyOptions): Promise<CatalogChange[]> {
   const [stored, applied] = await Promise.all([store.loadCatalog(), readAppliedConfig(store)]);
   const changes = planCatalog(stored, desired, { types: options.types, applied });
   const sources = new Map(desired.sources.map((s) => [s.id, s]));
@@ -59,15 +63,18 @@ export async function applyIfChanged(
   desired: DesiredCatalog,
   options: ApplyOptions,
 ): Promise<{ applied: boolean; changes: CatalogChange[] }> {
-  const last = await readAppliedConfig(store);
-  if (last?.sha256 === catalogHash(desired)) {
-    options.logger.info(
-      { appliedAt: last.appliedAt },
-      `${options.origin} is the one last applied; the store's sources and destinations stand as they are (admin API edits included)`,
-    );
-    return { applied: false, changes: [] };
-  }
-  return { applied: true, changes: await applyCatalog(store, desired, options) };
+  // Under the lock: a node that started beside this one with the same file applied it first.
+  return store.withCatalogLock(async () => {
+    const last = await readAppliedConfig(store);
+    if (last?.sha256 === catalogHash(desired)) {
+      options.logger.info(
+        { appliedAt: last.appliedAt },
+        `${options.origin} is the one last applied; the store's sources and destinations stand as they are (admin API edits included)`,
+      );
+      return { applied: false, changes: [] };
+    }
+    return { applied: true, changes: await applyLocked(store, desired, options) };
+  });
 }
 
 function logChanges(changes: readonly CatalogChange[], { logger, origin }: ApplyOptions): void {

@@ -24,6 +24,13 @@ export interface CatalogStore {
    */
   replaceDestination(next: DestinationConfig, previous: DestinationConfig): Promise<boolean>;
   deleteDestination(id: string): Promise<void>;
+  /**
+   * Runs `fn` while holding the catalogue's apply lock, which every node of a shared store
+   * takes for a configuration apply: two applies (two nodes starting with different files, a
+   * start beside `ferry config apply`) never interleave their writes. SQLite: one process, a
+   * queue in it. PostgreSQL: an advisory lock of the schema on a session of its own.
+   */
+  withCatalogLock<T>(fn: () => Promise<T>): Promise<T>;
   getSetting(key: string): Promise<string | null>;
   setSetting(key: string, value: string): Promise<void>;
 }

@@ -343,3 +343,29 @@ for (const kind of ['sqlite', 'postgres'] as const) {
     });
   });
 }
+
+test('two applies of different files at once on two PostgreSQL stores never interleave: the store is one file whole, and the hash recorded is its own', async (t) => {
+  const onCleanup = cleanups(t);
+  const where = await place('postgres', onCleanup);
+  const [a, b] = [await where.open(), await where.open()];
+  onCleanup(() => Promise.all([a.close(), b.close()]).then(() => {}));
+  const clock = new ManualClock();
+  const { logger } = capturedLogger();
+  const options = { types: builtInDestinationTypes, logger, clock, origin: 'a test' };
+  const first = fileConfig({ name: 'First', extraDestination: true });
+  const second = fileConfig({ name: 'Second', sharedSecret: 'second-shared-secret' });
+  for (let round = 0; round < 5; round++) {
+    await Promise.all([applyCatalog(a, first, options), applyCatalog(b, second, options)]);
+    const stored = await a.loadCatalog();
+    const recorded = await readAppliedConfig(a);
+    const last = recorded?.sha256 === catalogHash(first) ? first : second;
+    assert.ok(recorded?.sha256 === catalogHash(last), 'the hash recorded is one of the two files');
+    // Whichever went last set every object it names; none of them holds the other file's values.
+    for (const d of last.destinations)
+      assert.deepEqual(
+        stored.destinations.find((s) => s.id === d.id),
+        d,
+        `${d.id} is the last file's`,
+      );
+  }
+});

@@ -1,10 +1,23 @@
-import type pg from 'pg';
+import pg from 'pg';
 import type { DestinationConfig, SourceConfig } from '../../config/model.js';
 import type { CatalogStore, StoredCatalog } from '../catalog-store.js';
 
 /** Sources, destinations and settings on PostgreSQL, each kept as its JSON under its id. */
 export class PgCatalog implements CatalogStore {
   constructor(private readonly pool: pg.Pool) {}
+
+  async withCatalogLock<T>(fn: () => Promise<T>): Promise<T> {
+    // A session of its own, not one of the pool's: \`fn\` queries through the pool, which may
+    // have a single connection. Ending the session releases the lock, whatever happened.
+    const client = new pg.Client(this.pool.options);
+    await client.connect();
+    try {
+      await client.query(`SELECT pg_advisory_lock(hashtext(current_schema() || '.ferry_catalog_apply'))`);
+      return await fn();
+    } finally {
+      await client.end().catch(() => {});
+    }
+  }
 
   async loadCatalog(): Promise<StoredCatalog> {
     const sources = await this.pool.query<{ config: string }>(`SELECT config FROM sources ORDER BY id`);

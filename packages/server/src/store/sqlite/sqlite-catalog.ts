@@ -4,7 +4,16 @@ import type { CatalogStore, StoredCatalog } from '../catalog-store.js';
 
 /** Sources, destinations and settings on SQLite, each kept as its JSON under its id. */
 export class SqliteCatalog implements CatalogStore {
+  /** The apply lock: one process owns the file, so a queue of its own is the whole lock. */
+  private locked: Promise<unknown> = Promise.resolve();
+
   constructor(private readonly db: Database.Database) {}
+
+  withCatalogLock<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.locked.then(fn);
+    this.locked = run.catch(() => {});
+    return run;
+  }
 
   async loadCatalog(): Promise<StoredCatalog> {
     const parse = <T>(rows: unknown[]): T[] => (rows as { config: string }[]).map((r) => JSON.parse(r.config) as T);

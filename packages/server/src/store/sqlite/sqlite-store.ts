@@ -240,6 +240,9 @@ export class SqliteStore implements Store {
   replaceDestination(next: DestinationConfig, previous: DestinationConfig): Promise<boolean> {
     return this.catalog.replaceDestination(next, previous);
   }
+  withCatalogLock<T>(fn: () => Promise<T>): Promise<T> {
+    return this.catalog.withCatalogLock(fn);
+  }
   deleteDestination(id: string): Promise<void> {
     return this.catalog.deleteDestination(id);
   }
