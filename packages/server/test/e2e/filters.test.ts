@@ -132,6 +132,9 @@ for (const kind of storeKinds) {
       assert.equal(badRemoval.status, 400);
       assert.equal(badRemoval.json.errors[0].path, 'removeFields[0]');
 
+      const first = await server.admin('PATCH', '/destinations/orders', { filter: { allow: { event: 'A' }, drop: { type: 'page' } } });
+      assert.equal(first.status, 200);
+      // A patch's filter replaces the stored one whole: merged, allow would hold event and type.
       const filter = { allow: { type: 'identify' } };
       const patched = await server.admin('PATCH', '/destinations/orders', { filter, removeFields: ['traits.email'] });
       assert.equal(patched.status, 200);
