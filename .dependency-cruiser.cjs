@@ -13,7 +13,7 @@ const layers = [
   ['config/model.ts', 'config/defaults.ts', 'config/schema-rules.ts'],
   ['store'],
   ['destinations'],
-  ['config/schema.ts', 'config/redact.ts', 'config/yaml-errors.ts', 'config/load.ts', 'routing', 'control'],
+  ['config/schema.ts', 'config/filter-schema.ts', 'config/redact.ts', 'config/yaml-errors.ts', 'config/load.ts', 'routing', 'control'],
   ['delivery'],
   ['events'],
   ['ingest', 'audiences', 'regulations', 'replay'],

@@ -4,7 +4,19 @@
  */
 export { createFerry, type Ferry, type FerryOptions, type AdminListenerOptions, type ListenOptions, type FerryUrls } from './app.js';
 export type { StopOptions } from './lifecycle/lifecycle.js';
-export type { FerryConfig, SourceConfig, DestinationConfig, DeliverySettings, RetrySettings, NetworkSettings, AudienceSettings } from './config/model.js';
+export type {
+  FerryConfig,
+  SourceConfig,
+  DestinationConfig,
+  DestinationFilter,
+  FilterCondition,
+  FieldCondition,
+  FilterScalar,
+  DeliverySettings,
+  RetrySettings,
+  NetworkSettings,
+  AudienceSettings,
+} from './config/model.js';
 export type { WebhookEntry, WebhooksSettings } from './destinations/webhooks/settings.js';
 export type { DestinationType, AttemptContext, AudienceChangeNotice } from './destinations/destination-type.js';
 export type { SendGuard } from './delivery/guards.js';

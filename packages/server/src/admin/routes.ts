@@ -93,8 +93,11 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     if (!current) throw new FerryError('not_found', `no destination ${request.params.id}`);
     const patch = request.body;
     if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) throw new FerryError('bad_request', 'the body must be a JSON object');
+    // A filter is a tree of conditions: merged key by key, two conditions would become one
+    // mapping that says neither, so a patch's filter replaces the stored one whole.
+    const base = (patch as { filter?: unknown }).filter === undefined ? current : { ...current, filter: undefined };
     const destination = validateDestination(
-      { ...(mergePatch(current, patch) as object), id: current.id },
+      { ...(mergePatch(base, patch) as object), id: current.id },
       sourceIds(),
       otherDestinations(current.id),
       catalog.types,

@@ -25,7 +25,7 @@ export interface DestinationStats {
   windows: Record<AttemptWindowName, AttemptWindowStats>;
 }
 
-const noAttempts: AttemptWindowStats = { attempts: 0, succeeded: 0, successRate: null, p50Ms: null, p99Ms: null };
+const noAttempts: AttemptWindowStats = { attempts: 0, succeeded: 0, successRate: null, p50Ms: null, p99Ms: null, filtered: 0 };
 
 /**
  * `GET /destinations/{id}/stats`: the backlog from the store (the truth on a cluster), the

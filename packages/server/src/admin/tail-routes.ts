@@ -44,6 +44,7 @@ const tailable = {
   'ingest:accepted': (p) => ({ sourceId: p.sourceId, count: p.count, duplicates: p.duplicates }),
   'ingest:rejected': (p) => ({ sourceId: p.sourceId, rejected: p.rejected.length, codes: countCodes(p.rejected.map((r) => r.code)) }),
   'ingest:refused': (p) => ({ code: p.code, status: p.status, sourceId: p.sourceId ?? null }),
+  'ingest:filtered': (p) => ({ sourceId: p.sourceId, filtered: Object.fromEntries(p.filtered.map((f) => [f.destinationId, f.count])) }),
   'delivery:attempted': (p) => ({
     id: p.id,
     destinationId: p.destinationId,

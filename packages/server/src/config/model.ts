@@ -29,7 +29,62 @@ export interface DestinationConfig<S = unknown> {
   enabled: boolean;
   /** Ids of connected sources; each must exist. */
   sources: string[];
+  /**
+   * Which calls it gets (docs/configuration.md, "Filters"); absent, every call its
+   * `integrations` map lets through. Deletion notices and audience changes are not filtered.
+   */
+  filter?: DestinationFilter;
+  /**
+   * Fields taken out of each call before its body is rendered (and so before it is signed),
+   * e.g. `properties.email`, `traits.phone`, `context.ip`; absent or empty, none.
+   */
+  removeFields?: string[];
   settings: S;
+}
+
+/**
+ * A destination's filter: a call is delivered when it matches `allow` (absent: every call)
+ * and does not match `drop` (absent: no call). At least one of the two is given.
+ */
+export interface DestinationFilter {
+  allow?: FilterCondition;
+  drop?: FilterCondition;
+}
+
+/** A value a field condition compares with: a JSON scalar. */
+export type FilterScalar = string | number | boolean | null;
+
+/**
+ * One condition of a filter, a mapping with exactly one of these keys: `all` (every listed
+ * condition holds), `any` (at least one does), `not`, `type` (the call's type, or one of a
+ * list), `event` (a track call's event name: exact, one of a list, or `{ prefix }`), or
+ * `field` (a path into the call, with its operators).
+ */
+export type FilterCondition =
+  | { all: FilterCondition[] }
+  | { any: FilterCondition[] }
+  | { not: FilterCondition }
+  | { type: string | string[] }
+  | { event: string | string[] | { prefix: string | string[] } }
+  | FieldCondition;
+
+/**
+ * A condition on one field of the call, such as `properties.plan` or `context.app.version`:
+ * every operator given must hold (`{ field, gte: 10, lt: 100 }` is a range).
+ */
+export interface FieldCondition {
+  field: string;
+  /** The value is this one (same JSON type: `"5"` is not `5`). */
+  equals?: FilterScalar;
+  /** The value is one of these. */
+  in?: FilterScalar[];
+  /** true: the field is there and not null; false: it is missing or null. */
+  exists?: boolean;
+  /** Numeric comparisons: the value is a number and compares so; anything else does not match. */
+  gt?: number;
+  gte?: number;
+  lt?: number;
+  lte?: number;
 }
 
 /** Retry schedule of webhook delivery: exponential backoff with jitter inside a window. */

@@ -60,6 +60,9 @@ export function destinationRedactor(types: DestinationRegistry): (destination: D
     name: destination.name,
     enabled: destination.enabled,
     sources: [...destination.sources],
+    // Filters and removals hold no secret: shown as configured, and only when there are some.
+    ...(destination.filter === undefined ? {} : { filter: destination.filter }),
+    ...(destination.removeFields === undefined ? {} : { removeFields: [...destination.removeFields] }),
     // A type no longer known (its stored destination outlived it) shows nothing of its settings.
     settings: types.get(destination.type)?.redactSettings(destination.settings) ?? {},
   });

@@ -13,6 +13,7 @@ import { FerryError } from '../errors/error-codes.js';
 import { defaultAudienceSettings, defaultDeliverySettings, defaultDestinationEnabled, defaultNetworkSettings, defaultRetrySettings } from './defaults.js';
 import type { AudienceSettings, DeliverySettings, DestinationConfig, FerryConfig, NetworkSettings, RetrySettings, SourceConfig } from './model.js';
 import { builtInDestinationTypes, type DestinationRegistry } from '../destinations/registry.js';
+import { destinationFilterSchema, removeFieldsSchema } from './filter-schema.js';
 import { errorMap, formatIssue, isObjectPayload, listOf, rule, strict, stringField, toConfigIssues, type ConfigIssue } from './schema-rules.js';
 
 // Where callers (the file loader, the audiences schema) have always found them.
@@ -117,6 +118,8 @@ function destinationSchemaFor(types: DestinationRegistry) {
         }
       });
     }),
+    filter: destinationFilterSchema.optional(),
+    removeFields: removeFieldsSchema.optional(),
     // Checked below by the type's own schema, which needs the type.
     settings: z.unknown(),
   })
@@ -133,7 +136,7 @@ function destinationSchemaFor(types: DestinationRegistry) {
       // Parsed again for the type's output (defaults, folded forms); a failure here was
       // reported by the refinement above, and the result is a failure whatever this returns.
       const settings = types.get(d.type)?.settingsSchema.safeParse(d.settings);
-      return {
+      const destination: DestinationConfig = {
         id: d.id,
         type: d.type,
         name: d.name ?? d.id,
@@ -141,6 +144,10 @@ function destinationSchemaFor(types: DestinationRegistry) {
         sources: [...d.sources],
         settings: settings?.success ? settings.data : z.NEVER,
       };
+      // Only when given, so that a destination without them is stored (and digested) as before.
+      if (d.filter !== undefined) destination.filter = d.filter;
+      if (d.removeFields !== undefined && d.removeFields.length > 0) destination.removeFields = d.removeFields;
+      return destination;
     });
 }
 

@@ -73,6 +73,8 @@ export function exportCatalog(stored: StoredCatalog, types: DestinationRegistry,
       type: destination.type,
       enabled: destination.enabled,
       sources: [...destination.sources],
+      ...(destination.filter === undefined ? {} : { filter: escapeStrings(destination.filter) }),
+      ...(destination.removeFields === undefined ? {} : { removeFields: destination.removeFields.map(escape) }),
       settings,
     };
   });
@@ -97,6 +99,14 @@ function withPlaceholders(value: unknown, view: unknown, path: Segment[], placeh
     );
   if (typeof value !== 'string') return value;
   return sameJson(value, view) ? escape(value) : placeholder(path);
+}
+
+/** Every string inside `value` escaped (a filter may compare with a literal `${`). */
+function escapeStrings(value: unknown): unknown {
+  if (typeof value === 'string') return escape(value);
+  if (Array.isArray(value)) return value.map(escapeStrings);
+  if (isRecord(value)) return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, escapeStrings(item)]));
+  return value;
 }
 
 /** A literal `${` as the loader reads it back (`$${`). */

@@ -28,6 +28,11 @@ export interface FerryEvents {
    * HTTP request's `X-Request-Id`.
    */
   'ingest:refused': { code: ErrorCode; status: number; sourceId?: string; error?: unknown; requestId?: string };
+  /**
+   * Destinations' filters dropped calls of a committed request (`ingest/`): per destination, how
+   * many, no job made for them. A batch sent again is routed, and counted, again.
+   */
+  'ingest:filtered': { sourceId: string; filtered: { destinationId: string; count: number }[] };
   /** A deletion request was carried out (`regulations/`); counts only, never a user id. */
   'regulation:done': { regulationId: string; eventsDeleted: number; deliveriesDeleted: number; notices: number };
   /** An audience sync finished, with or without changes (`audiences/`). */

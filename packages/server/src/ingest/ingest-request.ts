@@ -78,7 +78,9 @@ export async function ingestRequest(req: IngestRequest, deps: IngestDeps): Promi
   }
   if (!envelope.ok) return refusal(deps, req.requestId, new FerryError(envelope.code, envelope.message), source.id);
 
-  const destinations = deps.catalog.enabledDestinationsOf(source.id);
+  const targets = deps.catalog.routesOf(source.id);
+  // Calls each destination's filter dropped, per destination; told once the commit is done.
+  const filtered = new Map<string, number>();
   const meta = { receivedAtMs, ip: req.ip, newMessageId: randomUUID };
   const events: NewEvent[] = [];
   const rejected: Rejected[] = [];
@@ -98,7 +100,7 @@ export async function ingestRequest(req: IngestRequest, deps: IngestDeps): Promi
       event: m.type === 'track' ? m.event : undefined,
       receivedAtMs,
       json: result.json,
-      deliveries: routeMessage(m, destinations, deps.catalog.types),
+      deliveries: routeMessage(m, targets, deps.catalog.types, filtered),
     });
   });
 
@@ -108,6 +110,9 @@ export async function ingestRequest(req: IngestRequest, deps: IngestDeps): Promi
     const outcome = await deps.store.ingest({ receivedAtMs, events, rejections });
     if (outcome.deliveries > 0) deps.onCommitted?.();
     if (events.length > 0) deps.events.emit('ingest:accepted', { sourceId: source.id, count: outcome.inserted, duplicates: outcome.duplicates });
+    if (filtered.size > 0) {
+      deps.events.emit('ingest:filtered', { sourceId: source.id, filtered: [...filtered].map(([destinationId, count]) => ({ destinationId, count })) });
+    }
   } catch (error) {
     return refusal(deps, req.requestId, new FerryError('store_unavailable'), source.id, error);
   }

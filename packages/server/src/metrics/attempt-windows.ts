@@ -14,6 +14,8 @@ export interface AttemptWindowStats {
   /** Median and 99th percentile of one exchange's latency (one request), in ms; null with none. */
   p50Ms: number | null;
   p99Ms: number | null;
+  /** Calls its filter dropped at ingestion on this server (no job made, so no attempt). */
+  filtered: number;
 }
 
 /** Width of one slot of the ring: a window's edge is this precise. */
@@ -43,12 +45,14 @@ interface Slot {
   startMs: number;
   attempts: number;
   succeeded: number;
+  filtered: number;
   /** Exchanges per latency bin; allocated on the slot's first exchange. */
   latencies: Uint32Array | undefined;
 }
 
 /**
- * Recent attempts per destination, in memory, fed by the events of this server's worker: a ring
+ * Recent attempts per destination, in memory, fed by the events of this server's worker (and the
+ * calls its filter dropped, by those of this server's ingestion): a ring
  * of one hour in {@link windowSlotMs} slots, each with counts and a latency histogram, so a
  * window's stats are read from at most 240 slots however many attempts there were. On a
  * cluster each node knows its own attempts (docs/admin-api.md says why the store is not read).
@@ -61,6 +65,11 @@ export class AttemptWindows {
     const slot = this.slotAt(destinationId, nowMs);
     slot.attempts += 1;
     if (succeeded) slot.succeeded += 1;
+  }
+
+  /** Counts calls a destination's filter dropped. */
+  recordFiltered(destinationId: string, count: number, nowMs: number): void {
+    this.slotAt(destinationId, nowMs).filtered += count;
   }
 
   /** Counts one exchange's latency. */
@@ -81,12 +90,14 @@ export class AttemptWindows {
     const since = slotStart(nowMs) - attemptWindowsMs[window] + windowSlotMs;
     let attempts = 0;
     let succeeded = 0;
+    let filtered = 0;
     const latencies = new Uint32Array(bins);
     // The ring is sparse (a slot exists once an attempt fell in it): skip the holes.
     for (const slot of ring ?? []) {
       if (slot === undefined || slot.startMs < since || slot.startMs > nowMs) continue;
       attempts += slot.attempts;
       succeeded += slot.succeeded;
+      filtered += slot.filtered;
       if (slot.latencies) for (let i = 0; i < bins; i++) latencies[i]! += slot.latencies[i]!;
     }
     return {
@@ -95,6 +106,7 @@ export class AttemptWindows {
       successRate: attempts === 0 ? null : succeeded / attempts,
       p50Ms: percentile(latencies, 0.5),
       p99Ms: percentile(latencies, 0.99),
+      filtered,
     };
   }
 
@@ -104,11 +116,12 @@ export class AttemptWindows {
     const startMs = slotStart(nowMs);
     const index = Math.floor(startMs / windowSlotMs) % slots;
     let slot = ring[index];
-    if (slot === undefined) ring[index] = slot = { startMs, attempts: 0, succeeded: 0, latencies: undefined };
+    if (slot === undefined) ring[index] = slot = { startMs, attempts: 0, succeeded: 0, filtered: 0, latencies: undefined };
     else if (slot.startMs !== startMs) {
       slot.startMs = startMs;
       slot.attempts = 0;
       slot.succeeded = 0;
+      slot.filtered = 0;
       slot.latencies?.fill(0);
     }
     return slot;

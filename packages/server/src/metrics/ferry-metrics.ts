@@ -53,6 +53,12 @@ export class FerryMetrics {
       labelNames: ['destination', 'outcome'],
       registers,
     });
+    const filtered = new Counter({
+      name: 'ferry_delivery_filtered_total',
+      help: "Calls a destination's filter dropped at ingestion (no delivery made), by destination.",
+      labelNames: ['destination'],
+      registers,
+    });
     const duration = new Histogram({
       name: 'ferry_delivery_duration_seconds',
       help: "One delivery request's latency (one exchange: for Webhooks, one URL), by destination.",
@@ -84,6 +90,13 @@ export class FerryMetrics {
     this.listen('ingest:accepted', ({ sourceId, count, duplicates }) => {
       if (count > 0) ingested.inc({ source: sourceId, outcome: 'accepted' }, count);
       if (duplicates > 0) ingested.inc({ source: sourceId, outcome: 'duplicate' }, duplicates);
+    });
+    this.listen('ingest:filtered', ({ filtered: counts }) => {
+      const nowMs = clock.now();
+      for (const { destinationId, count } of counts) {
+        filtered.inc({ destination: destinationId }, count);
+        windows.recordFiltered(destinationId, count, nowMs);
+      }
     });
     this.listen('ingest:rejected', ({ sourceId, rejected }) => ingested.inc({ source: sourceId, outcome: 'rejected' }, rejected.length));
     // Label children cached per destination: a label lookup hashes its labels on every call,

@@ -5,6 +5,7 @@ import { FerryError } from '../errors/error-codes.js';
 import type { Store } from '../store/store.js';
 import type { Logger } from 'pino';
 import { timersOf, type Clock, type TimerHandle } from '../util/clock.js';
+import { routeTargetOf, type RouteTarget } from './route-target.js';
 
 /**
  * Sources and destinations as the running server sees them: loaded from the store, where the
@@ -18,7 +19,9 @@ export class Catalog extends EventEmitter<{ 'catalog:reloaded': [] }> {
   /** Enabled destinations in id order, rebuilt on every change (the delivery worker asks per job). */
   private enabled: readonly DestinationConfig[] = [];
   /** Enabled destinations per source id, rebuilt on every change. */
-  private routes = new Map<string, DestinationConfig[]>();
+  private enabledBySource = new Map<string, DestinationConfig[]>();
+  /** The same as route targets (filters and removals compiled), rebuilt on every change. */
+  private routes = new Map<string, RouteTarget[]>();
   /** The next {@link refreshEvery} reload, while refreshing. */
   private refreshTimer: TimerHandle | undefined;
   private refreshing = false;
@@ -43,7 +46,10 @@ export class Catalog extends EventEmitter<{ 'catalog:reloaded': [] }> {
     this.destinationsById = new Map(destinations.map((d) => [d.id, d]));
     const active = destinations.filter((d) => d.enabled && this.types.get(d.type) !== undefined);
     this.enabled = Object.freeze(active);
-    this.routes = new Map(sources.map((s) => [s.id, active.filter((d) => d.sources.includes(s.id))]));
+    this.enabledBySource = new Map(sources.map((s) => [s.id, active.filter((d) => d.sources.includes(s.id))]));
+    // Compiled once per destination, however many sources it is connected to.
+    const targets = new Map(active.map((d) => [d.id, routeTargetOf(d)]));
+    this.routes = new Map([...this.enabledBySource].map(([id, list]) => [id, list.map((d) => targets.get(d.id)!)]));
     this.emit('catalog:reloaded');
   }
 
@@ -105,6 +111,11 @@ export class Catalog extends EventEmitter<{ 'catalog:reloaded': [] }> {
 
   /** Enabled destinations of a known type connected to a source. */
   enabledDestinationsOf(sourceId: string): readonly DestinationConfig[] {
+    return this.enabledBySource.get(sourceId) ?? [];
+  }
+
+  /** What ingestion routes a source's calls to: its enabled destinations, filters and removals compiled. */
+  routesOf(sourceId: string): readonly RouteTarget[] {
     return this.routes.get(sourceId) ?? [];
   }
 

@@ -104,6 +104,34 @@ test('streams accepted events and delivery outcomes as server-sent events, with 
     assert.ok(!stream.text().includes(hidden), `${hidden} must not be on the stream`);
 });
 
+test('ingest:filtered shows, per destination, how many calls of a request its filter dropped', async (t) => {
+  const after = cleanups(t);
+  const ferry = await startFerry(
+    testConfig([
+      webhooksDestination('orders', ['http://127.0.0.1:9/'], { filter: { allow: { event: { prefix: 'Order ' } } } }),
+      webhooksDestination('no-pages', ['http://127.0.0.1:9/'], { filter: { drop: { type: 'page' } } }),
+    ]),
+    { deliver: false },
+  );
+  after(() => ferry.stop());
+  const stream = await openTail(ferry, '?events=ingest:filtered');
+  after(() => stream.close());
+  await stream.waitFor(/^: ferry tail: ingest:filtered$/m, 'the opening comment');
+  const batch = {
+    batch: [
+      { type: 'track', userId: 'u1', event: 'Order Completed' },
+      { type: 'track', userId: 'u1', event: 'Signed Up' },
+      { type: 'page', userId: 'u1', name: 'Pricing' },
+    ],
+  };
+  assert.equal((await ferry.send('/v1/batch', batch)).status, 200);
+  await stream.waitFor(/^event: ingest:filtered$/m, 'the filtered event');
+  const events = eventsOf(stream.text());
+  assert.equal(events.length, 1);
+  assert.deepEqual({ ...events[0]![1], at: undefined }, { at: undefined, sourceId: 'app', filtered: { orders: 2, 'no-pages': 1 } });
+  assert.ok(!stream.text().includes('Signed Up'), 'no event name on the stream');
+});
+
 test('?events= chooses the events; a name outside the catalogue is 400 bad_request, another parameter 400 unknown_parameter', async (t) => {
   const after = cleanups(t);
   const receiver = await startReceiver({ status: 400 });

@@ -18,14 +18,14 @@ test('counts leave the 5-minute window before the hour’s, and a slot reused an
   w.recordAttempt('d', true, t0);
   w.recordAttempt('d', false, t0);
   w.recordAttempt('other', true, t0);
-  assert.deepEqual(w.stats('d', '5m', t0), { attempts: 2, succeeded: 1, successRate: 0.5, p50Ms: null, p99Ms: null });
+  assert.deepEqual(w.stats('d', '5m', t0), { attempts: 2, succeeded: 1, successRate: 0.5, p50Ms: null, p99Ms: null, filtered: 0 });
   assert.equal(w.stats('d', '5m', t0 + 5 * 60_000 - windowSlotMs).attempts, 2, 'still inside at the window’s last slot');
   assert.equal(w.stats('d', '5m', t0 + 5 * 60_000).attempts, 0);
   assert.equal(w.stats('d', '1h', t0 + 5 * 60_000).attempts, 2);
   assert.equal(w.stats('d', '1h', t0 + 60 * 60_000).attempts, 0);
   // An hour on, the same slot of the ring: the old counts are not added to the new.
   w.recordAttempt('d', true, t0 + 60 * 60_000);
-  assert.deepEqual(w.stats('d', '1h', t0 + 60 * 60_000), { attempts: 1, succeeded: 1, successRate: 1, p50Ms: null, p99Ms: null });
+  assert.deepEqual(w.stats('d', '1h', t0 + 60 * 60_000), { attempts: 1, succeeded: 1, successRate: 1, p50Ms: null, p99Ms: null, filtered: 0 });
   assert.equal(w.stats('none', '1h', t0).successRate, null);
 });
 
@@ -39,4 +39,17 @@ test('a destination whose attempts fell in a later slot of the hour (a sparse ri
   assert.deepEqual({ attempts: s.attempts, succeeded: s.succeeded, successRate: s.successRate }, { attempts: 1, succeeded: 1, successRate: 1 });
   assert.ok(Math.abs(s.p50Ms! - 42) <= 42 * 0.12, `p50 ${s.p50Ms} is 42 within the bins' 12 %`);
   assert.equal(w.stats('d', '1h', late + 10 * 60_000).attempts, 1);
+});
+
+test('filtered calls are counted per window beside attempts, in a ring that starts anywhere in the hour', () => {
+  const w = new AttemptWindows();
+  // Not the ring's first slot: the slots before it are holes until they are used.
+  const at = t0 + 7 * windowSlotMs;
+  w.recordFiltered('d', 3, at);
+  w.recordFiltered('d', 2, at + windowSlotMs);
+  w.recordAttempt('d', true, at + windowSlotMs);
+  assert.deepEqual(w.stats('d', '5m', at + windowSlotMs), { attempts: 1, succeeded: 1, successRate: 1, p50Ms: null, p99Ms: null, filtered: 5 });
+  assert.equal(w.stats('d', '5m', at + 5 * 60_000).filtered, 2, 'the first slot left the 5-minute window');
+  assert.equal(w.stats('d', '1h', at + 5 * 60_000).filtered, 5);
+  assert.equal(w.stats('other', '1h', at).filtered, 0);
 });

@@ -132,7 +132,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       // Ten minutes on, the attempts have left the 5-minute window but not the hour's.
       clock.advance(10 * 60_000);
       const quiet = (await ferry.admin('GET', '/destinations/hooks/stats')).json;
-      assert.deepEqual(quiet.windows['5m'], { attempts: 0, succeeded: 0, successRate: null, p50Ms: null, p99Ms: null });
+      assert.deepEqual(quiet.windows['5m'], { attempts: 0, succeeded: 0, successRate: null, p50Ms: null, p99Ms: null, filtered: 0 });
       assert.equal(quiet.windows['1h'].attempts, 3);
 
       const unknown = await ferry.admin('GET', '/destinations/nope/stats');
