@@ -74,6 +74,8 @@ export function exportCatalog(stored: StoredCatalog, types: DestinationRegistry,
       enabled: destination.enabled,
       sources: [...destination.sources],
       settings,
+      ...(destination.retryStatuses === undefined ? {} : { retryStatuses: [...destination.retryStatuses] }),
+      ...(destination.circuitBreaker === undefined ? {} : { circuitBreaker: { ...destination.circuitBreaker } }),
     };
   });
   const header = [
