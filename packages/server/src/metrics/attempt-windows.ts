@@ -83,7 +83,8 @@ export class AttemptWindows {
     let succeeded = 0;
     const latencies = new Uint32Array(bins);
     for (const slot of ring ?? []) {
-      if (slot.startMs < since || slot.startMs > nowMs) continue;
+      // The ring is filled as slots are first used: one never used is a hole.
+      if (slot === undefined || slot.startMs < since || slot.startMs > nowMs) continue;
       attempts += slot.attempts;
       succeeded += slot.succeeded;
       if (slot.latencies) for (let i = 0; i < bins; i++) latencies[i]! += slot.latencies[i]!;

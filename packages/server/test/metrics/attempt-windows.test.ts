@@ -28,3 +28,11 @@ test('counts leave the 5-minute window before the hour’s, and a slot reused an
   assert.deepEqual(w.stats('d', '1h', t0 + 60 * 60_000), { attempts: 1, succeeded: 1, successRate: 1, p50Ms: null, p99Ms: null });
   assert.equal(w.stats('none', '1h', t0).successRate, null);
 });
+
+test('slots never used between two used ones are holes the stats pass over (regression: a TypeError answered 500)', () => {
+  const w = new AttemptWindows();
+  const t0 = 10 * windowSlotMs;
+  w.recordAttempt('d', true, t0);
+  w.recordAttempt('d', false, t0 + 2 * windowSlotMs);
+  assert.equal(w.stats('d', '5m', t0 + 2 * windowSlotMs).attempts, 2);
+});
