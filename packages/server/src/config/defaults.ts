@@ -78,11 +78,12 @@ export const defaultCircuitBreakerSettings: CircuitBreakerSettings = Object.free
   failureRate: 0.5,
   windowMs: 60_000,
   minimumAttempts: 20,
-  // 30 s, doubling after each failed probe up to 10 min: a receiver down for an hour gets about
-  // a dozen probes from each node instead of every pending event on its own backoff.
+  // 30 s, doubling after each failed probe up to 5 min: a receiver down for an hour gets about
+  // fifteen probes from each node instead of every pending event on its own backoff, and one
+  // that is back is found no later than the retry schedule (capped at 5 min too) would find it.
   cooldownMs: 30_000,
   cooldownMultiplier: 2,
-  maxCooldownMs: 600_000,
+  maxCooldownMs: 300_000,
   // 1, 2, 4, 8, 16 in flight a second apart: a receiver just back gets a few seconds to warm up
   // before the backlog arrives at full concurrency.
   rampStepMs: 1_000,
