@@ -14,6 +14,7 @@
  *   npx tsx bench/server/run-all.ts --only ingest,delivery
  *   npx tsx bench/server/run-all.ts --only metrics   # metrics on beside off, and /metrics with 1,000,000 pending
  *   npx tsx bench/server/run-all.ts --only signing# Standard Webhooks on beside off
+ *   npx tsx bench/server/run-all.ts --only outage     # a receiver down under load, circuit breaker on beside off
  *   npx tsx bench/server/run-all.ts --store postgres   # the same set against PostgreSQL
  */
 import { spawnSync } from 'node:child_process';
@@ -25,6 +26,7 @@ import { halfSustainableRate, runEndToEnd } from './end-to-end.js';
 import { runIngest } from './ingest.js';
 import { runIsolation } from './isolation.js';
 import { runMetrics } from './metrics.js';
+import { runOutage } from './outage.js';
 import { runSigning } from './signing.js';
 import { boolFlag, ensureStore, flag, log, printTable, releaseStore, repoRoot, resultsDir, storeKind, writeResults } from './lib/common.js';
 
@@ -65,6 +67,7 @@ if (want('isolation'))
   results['isolation'] = { ...(await runIsolation({ events: sizes.isolationEvents, runs: quick ? 1 : 3, timeoutS: 180 })), events: sizes.isolationEvents };
 if (want('metrics'))
   results['metrics'] = await runMetrics({ runs: quick ? 1 : 6, seconds: quick ? 2 : 5, events: quick ? 5_000 : 60_000, pending: quick ? 100_000 : 1_000_000 });
+if (want('outage') && storeKind === 'sqlite') results['outage'] = await runOutage({ scale: 20, rate: 1000, beforeS: 3, afterS: 3, drainTimeoutS: 300 });
 if (want('backlog-memory')) results['backlog-memory'] = await runBacklogMemory({ events: sizes.backlogEvents, drainTimeoutS: full ? 1800 : 900 });
 
 const r = results;
@@ -75,6 +78,13 @@ if (r['ingest'])
     `${r['ingest'].ferryEventsPerSec} events/s = ${r['ingest'].ratioToLowerCeiling} x lower ceiling; p50/p99 ${r['ingest'].p50Ms}/${r['ingest'].p99Ms} ms`,
     '>= 0.5 x',
     r['ingest'].goalMet ? 'met' : 'NOT met',
+  ]);
+if (r['outage'])
+  rows.push([
+    'receiver down, breaker on',
+    `${r['outage'].on.requestsDuringOutage} against ${r['outage'].off.requestsDuringOutage} requests (${r['outage'].requestRatio * 100} %); drain ${r['outage'].on.drainAfterRecoveryS} s; lost ${r['outage'].on.lost + r['outage'].off.lost}`,
+    '< 1 %, none lost',
+    r['outage'].goalMet ? 'met' : 'NOT met',
   ]);
 if (r['delivery'])
   rows.push(['3 delivery', `${r['delivery'].ferryPerSec}/s = ${r['delivery'].ratio} x raw undici`, '>= 0.5 x', r['delivery'].goalMet ? 'met' : 'NOT met']);

@@ -267,6 +267,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     tokens,
     logger,
     attemptWindows: metrics?.windows,
+    circuits: worker.circuits,
   });
   if (metrics) await metricsRoutes(adminApp, { metrics, tokens, public: options.metricsPublic });
 

@@ -17,7 +17,7 @@ import { configRoutes } from './config-routes.js';
 import { adminRoutes, type AdminDeps } from './routes.js';
 import { tokenRoutes, tokenView } from './token-routes.js';
 import { tailRoutes } from './tail-routes.js';
-import { statsRoutes } from './stats-routes.js';
+import { statsRoutes, type StatsRouteDeps } from './stats-routes.js';
 import { secretRoutes } from './secret-routes.js';
 import { refuseUnknownKeys } from './unknown-keys.js';
 import type { AttemptWindows } from '../metrics/attempt-windows.js';
@@ -38,6 +38,8 @@ export interface AdminApiDeps extends AdminDeps {
   logger: Logger;
   /** Recent attempts per destination for the stats; absent when metrics are off. */
   attemptWindows?: Pick<AttemptWindows, 'stats'>;
+  /** The worker's circuit breakers, for the stats. */
+  circuits?: StatsRouteDeps['circuits'];
 }
 
 /** The path every admin route lives under. */
@@ -73,7 +75,7 @@ export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps)
           await auditRoutes(v1, deps.store.audit);
           await tailRoutes(v1, { events: deps.events, clock: deps.clock });
           await configRoutes(v1, deps);
-          await statsRoutes(v1, { store: deps.store, catalog: deps.catalog, clock: deps.clock, windows: deps.attemptWindows });
+          await statsRoutes(v1, { store: deps.store, catalog: deps.catalog, clock: deps.clock, windows: deps.attemptWindows, circuits: deps.circuits });
         },
         { prefix: '/v1' },
       );

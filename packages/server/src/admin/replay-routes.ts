@@ -22,7 +22,7 @@ export interface ReplayRouteDeps {
 }
 
 /** Every `ErrorClass` (model/attempt.ts), in the order documented. */
-export const errorClasses: readonly ErrorClass[] = ['dns', 'connect', 'tls', 'timeout', 'http', 'ssrf', 'invalid_url', 'protocol'];
+export const errorClasses: readonly ErrorClass[] = ['dns', 'connect', 'tls', 'timeout', 'http', 'ssrf', 'invalid_url', 'protocol', 'circuit_open'];
 
 const bodyKeys = ['ids', 'destinationId', 'since', 'until', 'errorClass', 'dryRun'];
 

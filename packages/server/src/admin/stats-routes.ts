@@ -1,6 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { FerryError } from '../errors/error-codes.js';
 import { attemptWindowsMs, type AttemptWindowName, type AttemptWindows, type AttemptWindowStats } from '../metrics/attempt-windows.js';
+import type { DestinationConfig } from '../config/model.js';
+import type { CircuitView } from '../delivery/circuit-breaker.js';
+import { formatUtcMs } from '../model/timestamps.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { BacklogReads } from '../store/backlog.js';
 import type { Clock } from '../util/clock.js';
@@ -12,6 +15,19 @@ export interface StatsRouteDeps {
   clock: Clock;
   /** This server's recent attempts; absent when metrics are off, and the windows are then empty. */
   windows?: Pick<AttemptWindows, 'stats'>;
+  /** This server's circuit breakers; absent: no circuit is shown. */
+  circuits?: { view(destination: DestinationConfig): CircuitView[] };
+}
+
+/** One URL's circuit breaker on the node that answers. */
+export interface CircuitStats {
+  url: string;
+  state: CircuitView['state'];
+  since: string;
+  consecutiveFailures: number;
+  cooldownMs: number;
+  probeAt: string | null;
+  concurrencyLimit: number | null;
 }
 
 /** The answer of `GET /destinations/{id}/stats` (docs/admin-api.md). */
@@ -23,6 +39,8 @@ export interface DestinationStats {
   dead: number;
   oldestPendingAgeSeconds: number | null;
   windows: Record<AttemptWindowName, AttemptWindowStats>;
+  /** Each URL's circuit breaker on this node; empty when the breaker is off (or the type has no URLs). */
+  circuits: CircuitStats[];
 }
 
 const noAttempts: AttemptWindowStats = { attempts: 0, succeeded: 0, successRate: null, p50Ms: null, p99Ms: null, filtered: 0 };
@@ -34,7 +52,8 @@ const noAttempts: AttemptWindowStats = { attempts: 0, succeeded: 0, successRate:
 export async function statsRoutes(app: FastifyInstance, deps: StatsRouteDeps): Promise<void> {
   app.get<{ Params: { id: string } }>('/destinations/:id/stats', async (request): Promise<DestinationStats> => {
     const { id } = request.params;
-    if (!deps.catalog.destination(id)) throw new FerryError('not_found', `no destination ${id}`);
+    const destination = deps.catalog.destination(id);
+    if (!destination) throw new FerryError('not_found', `no destination ${id}`);
     const [backlog, retrying] = await Promise.all([deps.store.backlog(), deps.store.retryingCount(id)]);
     const nowMs = deps.clock.now();
     const own = backlog.find((b) => b.destinationId === id);
@@ -49,6 +68,15 @@ export async function statsRoutes(app: FastifyInstance, deps: StatsRouteDeps): P
       dead: own?.dead ?? 0,
       oldestPendingAgeSeconds: oldest === null ? null : Math.max(0, nowMs - oldest) / 1000,
       windows,
+      circuits: (deps.circuits?.view(destination) ?? []).map((c) => ({
+        url: c.url,
+        state: c.state,
+        since: formatUtcMs(c.sinceMs),
+        consecutiveFailures: c.consecutiveFailures,
+        cooldownMs: c.cooldownMs,
+        probeAt: c.probeAtMs === null ? null : formatUtcMs(c.probeAtMs),
+        concurrencyLimit: c.concurrencyLimit,
+      })),
     };
   });
 }

@@ -68,6 +68,16 @@ const tailable = {
   'store:unavailable': () => ({}),
   'store:ready': () => ({}),
   'lifecycle:draining': (p) => ({ drainMs: p.drainMs }),
+  'breaker:opened': (p) => ({
+    destinationId: p.destinationId,
+    url: p.url,
+    reason: p.reason,
+    failures: p.failures,
+    cooldownMs: p.cooldownMs,
+    probeAt: formatUtcMs(p.probeAtMs),
+  }),
+  'breaker:half-open': (p) => ({ destinationId: p.destinationId, url: p.url }),
+  'breaker:closed': (p) => ({ destinationId: p.destinationId, url: p.url, reason: p.reason, openForMs: p.openForMs }),
 } satisfies { [K in FerryEventName]?: (payload: FerryEvents[K]) => Summary };
 
 /** The name of an event `GET /tail` streams. */

@@ -6,7 +6,7 @@
  * The objects are frozen so that no caller can change a default for everyone by mutating
  * what it was handed; the schema always returns fresh copies.
  */
-import type { AudienceSettings, DeliverySettings, NetworkSettings, RetrySettings } from './model.js';
+import type { AudienceSettings, CircuitBreakerSettings, DeliverySettings, NetworkSettings, RetrySettings, RetryStatus } from './model.js';
 
 /** Retry schedule of webhook delivery when the file says nothing. */
 export const defaultRetrySettings: RetrySettings = Object.freeze({
@@ -60,6 +60,34 @@ export const defaultAudienceSettings: AudienceSettings = Object.freeze({
 
 /** Defaults of a destination's own keys. */
 export const defaultDestinationEnabled = true;
+
+/**
+ * The statuses retried when a destination does not list its own: the spec's 5xx, and the two
+ * 4xx that mean "later" (408, 429). Every other status dead-letters at once.
+ */
+export const defaultRetryStatuses: readonly RetryStatus[] = Object.freeze([408, 429, '5xx'] as RetryStatus[]);
+
+/** A destination's circuit breaker when it does not set its own (docs/delivery.md, "Circuit breaker"). */
+export const defaultCircuitBreakerSettings: CircuitBreakerSettings = Object.freeze({
+  // On: it only acts on a URL that is failing, and what it costs then is delay, never an event.
+  enabled: true,
+  // 5 in a row: a blip (a restart, one bad node behind a balancer) rarely fails 5 requests running.
+  failures: 5,
+  // Half of the last minute's exchanges, once there were 20: a receiver failing every other
+  // request is in trouble even if a success breaks each run.
+  failureRate: 0.5,
+  windowMs: 60_000,
+  minimumAttempts: 20,
+  // 30 s, doubling after each failed probe up to 5 min: a receiver down for an hour gets about
+  // fifteen probes from each node instead of every pending event on its own backoff, and one
+  // that is back is found no later than the retry schedule (capped at 5 min too) would find it.
+  cooldownMs: 30_000,
+  cooldownMultiplier: 2,
+  maxCooldownMs: 300_000,
+  // 1, 2, 4, 8, 16 in flight a second apart: a receiver just back gets a few seconds to warm up
+  // before the backlog arrives at full concurrency.
+  rampStepMs: 1_000,
+});
 
 /**
  * Defaults of the process itself (command line and environment), listed here so that the

@@ -40,6 +40,44 @@ export interface DestinationConfig<S = unknown> {
    */
   removeFields?: string[];
   settings: S;
+  /**
+   * The HTTP statuses an attempt retries (docs/delivery.md, "What is retried"); absent: the
+   * defaults (`defaultRetryStatuses`: 408, 429 and every 5xx).
+   */
+  retryStatuses?: RetryStatus[];
+  /**
+   * The circuit breaker of each of its URLs, as configured: what it leaves out is the default
+   * (`defaultCircuitBreakerSettings`, on), read when the breaker is used.
+   */
+  circuitBreaker?: Partial<CircuitBreakerSettings>;
+}
+
+/** A status that is retried: one status (`404`) or a whole class (`"5xx"`). */
+export type RetryStatus = number | '3xx' | '4xx' | '5xx';
+
+/**
+ * When one URL of a destination is taken out of service, and how it comes back
+ * (docs/delivery.md, "Circuit breaker").
+ */
+export interface CircuitBreakerSettings {
+  /** Off: every URL is always attempted, as before the breaker existed. */
+  enabled: boolean;
+  /** This many failures in a row open the URL. */
+  failures: number;
+  /** A share of failures (0 to 1) over {@link windowMs} that opens the URL, once {@link minimumAttempts} were made in it. */
+  failureRate: number;
+  /** The window of {@link failureRate}. */
+  windowMs: number;
+  /** Exchanges in the window before {@link failureRate} counts. */
+  minimumAttempts: number;
+  /** How long an opened URL waits before its probe. */
+  cooldownMs: number;
+  /** Each failed probe multiplies the cool-down by this. */
+  cooldownMultiplier: number;
+  /** The cool-down grows up to this. */
+  maxCooldownMs: number;
+  /** After a successful probe, the URL's concurrency starts at 1 and doubles every this long, up to `perDestinationConcurrency`. */
+  rampStepMs: number;
 }
 
 /**

@@ -65,6 +65,9 @@ export function destinationRedactor(types: DestinationRegistry): (destination: D
     ...(destination.removeFields === undefined ? {} : { removeFields: [...destination.removeFields] }),
     // A type no longer known (its stored destination outlived it) shows nothing of its settings.
     settings: types.get(destination.type)?.redactSettings(destination.settings) ?? {},
+    // Public: statuses and thresholds, no secret.
+    ...(destination.retryStatuses === undefined ? {} : { retryStatuses: [...destination.retryStatuses] }),
+    ...(destination.circuitBreaker === undefined ? {} : { circuitBreaker: { ...destination.circuitBreaker } }),
   });
 }
 

@@ -11,6 +11,7 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import { FerryError } from '../errors/error-codes.js';
 import { defaultAudienceSettings, defaultDeliverySettings, defaultDestinationEnabled, defaultNetworkSettings, defaultRetrySettings } from './defaults.js';
+import { circuitBreakerSchema, retryStatusesSchema } from './delivery-policy-schema.js';
 import type { AudienceSettings, DeliverySettings, DestinationConfig, FerryConfig, NetworkSettings, RetrySettings, SourceConfig } from './model.js';
 import { builtInDestinationTypes, type DestinationRegistry } from '../destinations/registry.js';
 import { destinationFilterSchema, removeFieldsSchema } from './filter-schema.js';
@@ -122,6 +123,8 @@ function destinationSchemaFor(types: DestinationRegistry) {
     removeFields: removeFieldsSchema.optional(),
     // Checked below by the type's own schema, which needs the type.
     settings: z.unknown(),
+    retryStatuses: retryStatusesSchema.optional(),
+    circuitBreaker: circuitBreakerSchema.optional(),
   })
     .superRefine(
       (d, ctx) => {
@@ -143,6 +146,8 @@ function destinationSchemaFor(types: DestinationRegistry) {
         enabled: d.enabled ?? defaultDestinationEnabled,
         sources: [...d.sources],
         settings: settings?.success ? settings.data : z.NEVER,
+        ...(d.retryStatuses === undefined ? {} : { retryStatuses: d.retryStatuses }),
+        ...(d.circuitBreaker === undefined ? {} : { circuitBreaker: d.circuitBreaker }),
       };
       // Only when given, so that a destination without them is stored (and digested) as before.
       if (d.filter !== undefined) destination.filter = d.filter;

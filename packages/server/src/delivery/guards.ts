@@ -15,6 +15,13 @@ export interface SendGuard {
    * `nowMs` holds the destination's sends until then.
    */
   holdUntil(destination: DestinationConfig, nowMs: number): number | undefined;
+  /**
+   * Optional, asked after {@link holdUntil} let a send go: whether one more send of
+   * `destination` may start now (the circuit breaker: a probe out, a ramp full). `false`
+   * leaves its ready jobs waiting, leased, until one of its sends ends; so it may say `false`
+   * only while one of them is in flight.
+   */
+  mayStart?(destination: DestinationConfig, nowMs: number): boolean;
 }
 
 /** The latest time any guard holds a destination until, or `undefined` when none holds it. */
@@ -25,4 +32,10 @@ export function heldUntil(guards: readonly SendGuard[], destination: Destination
     if (t !== undefined && t > nowMs && (until === undefined || t > until)) until = t;
   }
   return until;
+}
+
+/** Whether every guard lets one more send of a destination start now ({@link SendGuard.mayStart}). */
+export function mayStart(guards: readonly SendGuard[], destination: DestinationConfig, nowMs: number): boolean {
+  for (const guard of guards) if (guard.mayStart && !guard.mayStart(destination, nowMs)) return false;
+  return true;
 }

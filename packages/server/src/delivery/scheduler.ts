@@ -4,7 +4,7 @@ import type { Catalog } from '../routing/catalog.js';
 import type { ClaimedDelivery, HeldLease, Store } from '../store/store.js';
 import type { Clock, TimerHandle, Timers } from '../util/clock.js';
 import { RepeatedErrorLog } from '../util/repeated-error-log.js';
-import { heldUntil, type SendGuard } from './guards.js';
+import { heldUntil, mayStart, type SendGuard } from './guards.js';
 import type { Pacing } from './pacing.js';
 import { readyLimits, type ResolvedDeliverySettings } from './ready-limits.js';
 import type { Slots } from './slots.js';
@@ -267,6 +267,8 @@ export class Scheduler {
           this.hold(destination.id, until);
           return;
         }
+        // The ready jobs wait for a send of this destination to end (slotFreed() comes back here).
+        if (!mayStart(guards, destination, nowMs)) return;
       }
       const { job, leasedUntilMs } = queue.shift()!;
       this.readyCount--;

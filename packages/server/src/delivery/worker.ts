@@ -9,10 +9,12 @@ import type { AttemptOutcome, AttemptRecord } from '../model/attempt.js';
 import type { ClaimedDelivery, Store } from '../store/store.js';
 import { timersOf, type Clock } from '../util/clock.js';
 import { redactUrl } from '../util/redact.js';
+import { CircuitBreakers, type CircuitEvents } from './circuit-breaker.js';
+import { circuitSender } from './circuit-sender.js';
 import type { SendGuard } from './guards.js';
 import { Pacing } from './pacing.js';
 import type { ResolvedDeliverySettings } from './ready-limits.js';
-import { decideOutcome } from './retry-policy.js';
+import { decideOutcome, retryableOf } from './retry-policy.js';
 import { Scheduler } from './scheduler.js';
 import { Slots } from './slots.js';
 
@@ -23,8 +25,8 @@ const afterTimeout: Record<AttemptOutcome['status'], string> = {
   dead: 'the delivery is dead-lettered',
 };
 
-/** Lifecycle events of deliveries, named `noun:verb`. */
-export interface DeliveryEvents {
+/** Lifecycle events of deliveries and of the circuit breakers, named `noun:verb`. */
+export interface DeliveryEvents extends CircuitEvents {
   /** One exchange of an attempt (for Webhooks, one URL), once its outcome is recorded. */
   'delivery:attempted': [
     {
@@ -79,6 +81,10 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   private readonly o: DeliveryWorkerOptions & { settings: ResolvedDeliverySettings };
   /** What every attempt gets besides its job and destination. */
   private readonly attemptContext: AttemptContext;
+  /** Per destination (its current configuration) whose breaker is on: the context whose transport asks the breaker. */
+  private readonly contexts = new WeakMap<DestinationConfig, AttemptContext>();
+  /** The circuit breaker of every URL of every destination, on this node; also the first send guard. */
+  readonly circuits: CircuitBreakers;
 
   constructor(options: DeliveryWorkerOptions) {
     super();
@@ -87,6 +93,14 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     this.owner = options.owner ?? `worker-${process.pid}-${randomUUID().slice(0, 8)}`;
     this.random = options.random ?? Math.random;
     this.attemptContext = { timeoutMs: settings.timeoutMs, clock: options.clock, logger: options.logger, http: options.sender };
+    this.circuits = new CircuitBreakers({
+      clock: options.clock,
+      targetsOf: (d) => options.catalog.types.get(d.type)?.targets?.(d.settings),
+      perDestinationConcurrency: settings.perDestinationConcurrency,
+      emit: (name, ...payload) => this.emit(name, ...(payload as never)),
+    });
+    // A destination deleted or disabled takes its circuits with it.
+    options.catalog.on('catalog:reloaded', () => this.circuits.forget(new Set(options.catalog.enabledDestinations().map((d) => d.id))));
     this.slots = new Slots(settings);
     this.pacing = new Pacing(this.slots);
     this.scheduler = new Scheduler({
@@ -99,7 +113,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       owner: this.owner,
       slots: this.slots,
       pacing: this.pacing,
-      guards: options.guards ?? [],
+      guards: [this.circuits, ...(options.guards ?? [])],
       send: (job, destination) => this.track(this.process(job, destination)),
       track: (work) => this.track(work),
       onError: (error) => this.emit('worker:error', { error }),
@@ -172,11 +186,23 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     }
   }
 
+  /** The attempt context of a destination: with a transport that asks its circuit breaker when it has one. */
+  private contextFor(destination: DestinationConfig): AttemptContext {
+    let ctx = this.contexts.get(destination);
+    if (!ctx) {
+      ctx = !this.circuits.covers(destination)
+        ? this.attemptContext
+        : { ...this.attemptContext, http: circuitSender(this.circuits, destination, this.o.sender, this.o.clock) };
+      this.contexts.set(destination, ctx);
+    }
+    return ctx;
+  }
+
   private async attempt(job: ClaimedDelivery, destination: DestinationConfig, release: () => void): Promise<void> {
     const { clock, settings, logger } = this.o;
     const firstAttemptAtMs = job.firstAttemptAtMs ?? clock.now();
     // The catalog routes and delivers only destinations of a type it knows.
-    const results = await this.o.catalog.types.get(destination.type)!.attempt(job, destination, this.attemptContext);
+    const results = await this.o.catalog.types.get(destination.type)!.attempt(job, destination, this.contextFor(destination));
     release();
     const nowMs = clock.now();
     const outcome: AttemptOutcome = decideOutcome({
@@ -186,6 +212,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       nowMs,
       settings: settings.retry,
       random: this.random,
+      retryable: retryableOf(destination),
     });
     for (const r of results) {
       if (r.errorClass === 'timeout') {

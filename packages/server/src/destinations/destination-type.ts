@@ -85,6 +85,12 @@ export interface DestinationType<S = unknown> {
    */
   rotateSecret?(settings: S, request: SecretRotationRequest): SecretRotation<S>;
   /**
+   * The targets an attempt of a destination makes one exchange with each (the Webhooks type:
+   * its URLs), as its results name them in `url`. The circuit breaker keeps a circuit per
+   * target; a type without it has no breaker.
+   */
+  targets?(settings: S): readonly string[];
+  /**
    * Makes one attempt of a job: one exchange per target (the Webhooks type: each URL), all
    * of them over before it resolves. Failures are results, never thrown; what an attempt's
    * outcome is (done, retried, dead) the delivery stage decides from them.

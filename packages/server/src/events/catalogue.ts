@@ -52,6 +52,10 @@ export interface FerryEvents {
   'delivery:dead': DeliveryEvents['delivery:dead'][0];
   'delivery:lease-lost': DeliveryEvents['delivery:lease-lost'][0];
   'worker:error': DeliveryEvents['worker:error'][0];
+  /** A URL's circuit breaker opened, let its probe go, or closed (`delivery/circuit-breaker.ts`), forwarded from the worker. */
+  'breaker:opened': DeliveryEvents['breaker:opened'][0];
+  'breaker:half-open': DeliveryEvents['breaker:half-open'][0];
+  'breaker:closed': DeliveryEvents['breaker:closed'][0];
 }
 
 /** The name of an event of the catalogue. */

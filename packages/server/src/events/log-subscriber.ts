@@ -8,7 +8,7 @@ export const ingestErrorLogIntervalMs = 60_000;
 
 /**
  * Writes the log lines of the events whose stages do not log themselves (ingestion, the
- * readiness check, a delivery's success at `debug`); a line about an HTTP request carries its
+ * readiness check, a delivery's success at `debug`, the circuit breakers' state changes); a line about an HTTP request carries its
  * id as `reqId`, as the answer carries it in `X-Request-Id`. The texts and levels are those docs/operations.md lists. A store failure
  * that refuses requests (a full disk refuses every one) is logged through a
  * {@link RepeatedErrorLog}: in full once per kind of error, then one line per interval with a
@@ -36,4 +36,12 @@ export function logEvents(bus: EventBus, logger: Logger, clock: Clock): void {
     bus.on('delivery:succeeded', ({ id, destinationId, attempts }) => logger.debug({ deliveryId: id, destinationId, attempts }, 'delivery succeeded'));
   bus.on('store:unavailable', ({ error }) => logger.warn({ err: error }, 'store not ready; /health/ready answers 503'));
   bus.on('store:ready', () => logger.info('store ready again'));
+  bus.on('breaker:opened', ({ destinationId, url, reason, failures, cooldownMs, probeAtMs }) =>
+    logger.warn(
+      { destinationId, url, reason, failures, cooldownMs, probeAt: new Date(probeAtMs).toISOString() },
+      'circuit breaker opened; nothing is sent to this URL until its probe',
+    ),
+  );
+  bus.on('breaker:half-open', ({ destinationId, url }) => logger.info({ destinationId, url }, 'circuit breaker half-open; one probe sent'));
+  bus.on('breaker:closed', ({ destinationId, url, reason, openForMs }) => logger.info({ destinationId, url, reason, openForMs }, 'circuit breaker closed'));
 }

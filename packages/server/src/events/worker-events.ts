@@ -12,6 +12,9 @@ export function forwardWorkerEvents(worker: DeliveryWorker, bus: EventBus): void
   worker.on('delivery:dead', (e) => bus.emit('delivery:dead', e));
   worker.on('delivery:lease-lost', (e) => bus.emit('delivery:lease-lost', e));
   worker.on('worker:error', (e) => bus.emit('worker:error', e));
+  worker.on('breaker:opened', (e) => bus.emit('breaker:opened', e));
+  worker.on('breaker:half-open', (e) => bus.emit('breaker:half-open', e));
+  worker.on('breaker:closed', (e) => bus.emit('breaker:closed', e));
   for (const name of ['delivery:succeeded', 'delivery:attempted'] as const)
     bus.whileListened(name, () => {
       const forward = (e: FerryEvents[typeof name]) => bus.emit(name, e);

@@ -85,8 +85,35 @@ export class FerryMetrics {
       registers,
     });
 
+    const circuitState = new Gauge({
+      name: 'ferry_circuit_state',
+      help: "A URL's circuit breaker on this node, by destination and URL: 0 closed, 1 half-open (its probe out), 2 open.",
+      labelNames: ['destination', 'url'],
+      registers,
+    });
+    const circuitTransitions = new Counter({
+      name: 'ferry_circuit_transitions_total',
+      help: 'Circuit breaker state changes on this node, by destination, URL and the state entered (open, half_open, closed).',
+      labelNames: ['destination', 'url', 'state'],
+      registers,
+    });
+
     const { windows } = this;
     const { clock } = deps;
+    this.listen('breaker:opened', ({ destinationId, url }) => {
+      circuitState.set({ destination: destinationId, url }, 2);
+      circuitTransitions.inc({ destination: destinationId, url, state: 'open' });
+    });
+    this.listen('breaker:half-open', ({ destinationId, url }) => {
+      circuitState.set({ destination: destinationId, url }, 1);
+      circuitTransitions.inc({ destination: destinationId, url, state: 'half_open' });
+    });
+    this.listen('breaker:closed', ({ destinationId, url, reason }) => {
+      circuitTransitions.inc({ destination: destinationId, url, state: 'closed' });
+      // A circuit dropped with its URL or destination leaves the scrape rather than showing 0 forever.
+      if (reason === 'probe_succeeded') circuitState.set({ destination: destinationId, url }, 0);
+      else circuitState.remove({ destination: destinationId, url });
+    });
     this.listen('ingest:accepted', ({ sourceId, count, duplicates }) => {
       if (count > 0) ingested.inc({ source: sourceId, outcome: 'accepted' }, count);
       if (duplicates > 0) ingested.inc({ source: sourceId, outcome: 'duplicate' }, duplicates);
@@ -130,7 +157,9 @@ export class FerryMetrics {
       of(destinationId).dead.inc();
       windows.recordAttempt(destinationId, false, clock.now());
     });
-    this.listen('delivery:attempted', ({ destinationId, latencyMs }) => {
+    this.listen('delivery:attempted', ({ destinationId, latencyMs, errorClass }) => {
+      // Not an exchange: the URL was skipped, its circuit open.
+      if (errorClass === 'circuit_open') return;
       of(destinationId).duration.observe(latencyMs / 1000);
       windows.recordLatency(destinationId, latencyMs, clock.now());
     });

@@ -35,7 +35,8 @@ export type ErrorClass =
   | 'http' // a response arrived with a non-2xx status (3xx included: redirects are not followed)
   | 'ssrf' // the destination resolved to an address the SSRF guard refuses
   | 'invalid_url' // the URL cannot be requested at all
-  | 'protocol'; // anything else the transport raised (malformed response, socket closed mid-way)
+  | 'protocol' // anything else the transport raised (malformed response, socket closed mid-way)
+  | 'circuit_open'; // not sent: the URL's circuit breaker is open (or its probe is in flight)
 
 /** An attempt is `scheduled` by the retry policy or `manual` after a replay. */
 export type AttemptTrigger = 'scheduled' | 'manual';

@@ -232,7 +232,10 @@ for (const backend of backends) {
       // `hooks` refuses for good (HTTP 400: dead at once); `down` cannot be reached (retried until its window ends).
       receiver = await startReceiver({ status: 400 });
       cleanup.add(() => receiver.close());
-      const config = testConfig([webhooksDestination('hooks', [receiver.url]), webhooksDestination('down', ['http://127.0.0.1:9/hook'])]);
+      const config = testConfig([
+        webhooksDestination('hooks', [receiver.url]),
+        webhooksDestination('down', ['http://127.0.0.1:9/hook'], { circuitBreaker: { enabled: false } }),
+      ]);
       t = await startFerry(config, { store: await open(), clock, deliver: false });
       cleanup.add(() => t.stop());
       const track = (n: number) => ({ type: 'track', userId: `u${n}`, event: 'E', messageId: `r${n}` });

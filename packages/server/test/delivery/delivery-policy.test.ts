@@ -47,6 +47,9 @@ function senderOnClock(config: FerryConfig, clock: ManualClock): { sender: Webho
   return { finished, sender: { send, close: () => real.close() } };
 }
 
+/** The breaker off, for tests of the retry schedule and the slots that fail a URL many times in a row. */
+const noBreaker = { circuitBreaker: { enabled: false } };
+
 /** A Ferry on a manual clock with one destination `hooks` posting to `urls`. */
 async function setup(urls: string[], extra: Record<string, unknown> = {}) {
   const clock = new ManualClock();
@@ -168,7 +171,7 @@ describe('delivery decisions', () => {
   });
 
   test('retries stop 4 hours after the first attempt: dead letter with the last error', async () => {
-    const s = await setup([a.url]);
+    const s = await setup([a.url], noBreaker);
     ferry = s.ferry;
     a.reply({ status: 500, body: 'still broken' });
     await ferry.send('/v1/track', { userId: 'u', event: 'E' });
@@ -350,7 +353,7 @@ describe('delivery decisions', () => {
   });
 
   test('a replay starts the backoff again in its fresh window', async () => {
-    const s = await setup([a.url]);
+    const s = await setup([a.url], noBreaker);
     ferry = s.ferry;
     a.reply({ status: 500 });
     await ferry.send('/v1/track', { userId: 'u', event: 'E' });
@@ -390,7 +393,7 @@ describe('delivery decisions', () => {
   async function startWithDefaultSlots(url: string, claimBatchSize: number) {
     const clock = new ManualClock();
     const settings = { ...delivery, timeoutMs: 5000, leaseMs: 60_000, perDestinationConcurrency: 16, concurrency: 64, claimBatchSize };
-    const started = await startOnClock(testConfig([webhooksDestination('hooks', [url])], { delivery: settings }), clock);
+    const started = await startOnClock(testConfig([webhooksDestination('hooks', [url], noBreaker)], { delivery: settings }), clock);
     ferry = started;
     return { clock, settings, ferry: started };
   }

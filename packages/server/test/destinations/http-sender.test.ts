@@ -320,6 +320,58 @@ describe('createHttpSender over plain HTTP', () => {
     }
   });
 
+  it('cuts a response body that never ends at full speed: 1 KB kept, at most 64 KB more read, then the socket is dropped', async () => {
+    let written = 0;
+    let closed = false;
+    const receiver = await startReceiver((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.on('close', () => (closed = true));
+      const chunk = Buffer.alloc(16 * 1024, 'y');
+      // Endless as far as the sender can tell; bounded here, at 64 MB, so the test cannot run away.
+      const pump = (): void => {
+        while (!closed && written < 64 * 1024 * 1024) {
+          written += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', pump);
+        }
+      };
+      pump();
+    });
+    try {
+      const result = await sender.send(post(receiver.url));
+      assert.equal(result.statusCode, 200);
+      assert.equal(result.errorClass, undefined);
+      assert.equal(result.responseBody, 'y'.repeat(1024));
+      await until(() => closed, 'the receiver to see its connection dropped');
+      assert.ok(written < 64 * 1024 * 1024, `the receiver was cut off before its own bound (wrote ${written} bytes)`);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('ends the whole exchange within timeoutMs: a head that comes late leaves its body only what is left of it', async () => {
+    let response: ServerResponse | undefined;
+    const receiver = await startReceiver((_req, res) => (response = res));
+    try {
+      let settled = false;
+      const pending = sender.send(post(receiver.url, { timeoutMs: 5000 })).finally(() => (settled = true));
+      await until(() => response !== undefined, 'the request to arrive');
+      clock.advance(4800);
+      response!.writeHead(503, { 'content-type': 'text/plain' });
+      response!.write('trick');
+      await readBySender(response!);
+      clock.advance(199);
+      await turn();
+      assert.equal(settled, false, '4,999 ms: not over yet');
+      clock.advance(1);
+      const result = await pending;
+      assert.equal(result.statusCode, 503, 'the status stands');
+      assert.equal(result.responseBody, 'trick');
+      assert.equal(result.latencyMs, 4800, 'latency is to the head');
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it('takes an informational 1xx head for what it is: the final status counts, even after the body wait', async () => {
     // A 50 ms body wait, and the final head 100 ms after a 103: had the 103 been taken for the
     // answer, the attempt would end as "HTTP 103" once the body wait ran out.

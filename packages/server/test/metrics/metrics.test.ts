@@ -111,7 +111,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       const broken = await ferry.admin('GET', '/destinations/broken/stats');
       assert.equal(broken.status, 200);
       assert.deepEqual(
-        { ...broken.json, windows: undefined },
+        { ...broken.json, windows: undefined, circuits: undefined },
         {
           destinationId: 'broken',
           pending: 3,
@@ -119,7 +119,13 @@ for (const kind of ['sqlite', 'postgres'] as const) {
           dead: 0,
           oldestPendingAgeSeconds: 30,
           windows: undefined,
+          circuits: undefined,
         },
+      );
+      // Three failures are fewer than the five in a row that open a circuit.
+      assert.deepEqual(
+        broken.json.circuits.map((c: any) => [c.state, c.consecutiveFailures, c.probeAt]),
+        [['closed', 3, null]],
       );
       assert.deepEqual([broken.json.windows['5m'].attempts, broken.json.windows['5m'].succeeded, broken.json.windows['5m'].successRate], [3, 0, 0]);
       const hooks = (await ferry.admin('GET', '/destinations/hooks/stats')).json;

@@ -253,7 +253,8 @@ const utf8 = new TextDecoder('utf-8');
  *
  * Deadlines: the response head within `timeoutMs` of the start (queueing for a connection
  * included); then up to 1 KB of body is kept and up to 64 KB more discarded so the
- * connection can be reused, within `bodyWaitMs` (capped by `timeoutMs`); informational (1xx)
+ * connection can be reused, within `bodyWaitMs` and never past `timeoutMs` from the start
+ * (a body longer than that is cut, its socket dropped); informational (1xx)
  * heads are not the response and change nothing;
  * past either limit the socket is dropped, so a receiver that trickles cannot hold a worker.
  */
@@ -328,8 +329,13 @@ function exchange(
         timers.clearTimeout(timer);
         // A small body usually arrives with the head, in the same parser pass: the body's
         // own deadline is only set if it is still missing once that pass is over.
+        // Its deadline is the body wait, but never past timeoutMs from the start: the whole
+        // exchange, body included, ends within timeoutMs, however late the head came.
         queueMicrotask(() => {
-          if (!done) timer = timers.setTimeout(giveUp, Math.min(bodyWaitMs, request.timeoutMs));
+          if (done) return;
+          const leftMs = request.timeoutMs - (clock.now() - startedAtMs);
+          if (leftMs <= 0) giveUp();
+          else timer = timers.setTimeout(giveUp, Math.min(bodyWaitMs, leftMs));
         });
         return true;
       },

@@ -12,7 +12,7 @@ export interface SendRequest {
   headers: Record<string, string>;
   /** The exact bytes to send. */
   body: Buffer;
-  /** The whole exchange up to the response head must finish within this time. */
+  /** The whole exchange, the response head and the body Ferry reads included, must finish within this time. */
   timeoutMs: number;
 }
 

@@ -19,5 +19,6 @@ export const webhooksDestinationType: DestinationType<WebhooksSettings> = {
   renderAudienceChange: buildAudienceIdentifyBody,
   redactSettings: redactWebhooksSettings,
   rotateSecret: rotateWebhooksSecret,
+  targets: (settings) => settings.webhooks.map((w) => w.url),
   attempt: attemptWebhooks,
 };
