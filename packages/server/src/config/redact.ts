@@ -65,6 +65,8 @@ export function destinationRedactor(types: DestinationRegistry): (destination: D
     ...(destination.removeFields === undefined ? {} : { removeFields: [...destination.removeFields] }),
     // A type no longer known (its stored destination outlived it) shows nothing of its settings.
     settings: types.get(destination.type)?.redactSettings(destination.settings) ?? {},
+    ...(destination.rateLimit === undefined ? {} : { rateLimit: { ...destination.rateLimit } }),
+    ...(destination.autoDisableAfterMs === undefined ? {} : { autoDisableAfterMs: destination.autoDisableAfterMs }),
   });
 }
 

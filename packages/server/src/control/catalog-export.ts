@@ -76,6 +76,8 @@ export function exportCatalog(stored: StoredCatalog, types: DestinationRegistry,
       ...(destination.filter === undefined ? {} : { filter: escapeStrings(destination.filter) }),
       ...(destination.removeFields === undefined ? {} : { removeFields: destination.removeFields.map(escape) }),
       settings,
+      ...(destination.rateLimit === undefined ? {} : { rateLimit: { ...destination.rateLimit } }),
+      ...(destination.autoDisableAfterMs === undefined ? {} : { autoDisableAfterMs: destination.autoDisableAfterMs }),
     };
   });
   const header = [

@@ -1,3 +1,4 @@
+import type { AutoDisabledNotice } from '../delivery/auto-disable.js';
 import type { DeliveryEvents } from '../delivery/worker.js';
 import type { ErrorCode } from '../errors/error-codes.js';
 
@@ -52,6 +53,10 @@ export interface FerryEvents {
   'delivery:dead': DeliveryEvents['delivery:dead'][0];
   'delivery:lease-lost': DeliveryEvents['delivery:lease-lost'][0];
   'worker:error': DeliveryEvents['worker:error'][0];
+  /** A destination's rate limit held its sends until `untilMs` (`delivery/rate-limit.ts`); its jobs wait unsent. */
+  'delivery:rate-limited': { destinationId: string; untilMs: number };
+  /** Ferry disabled a destination that failed without a single success for its `autoDisableAfterMs` (`delivery/auto-disable.ts`). */
+  'destination:auto-disabled': AutoDisabledNotice;
 }
 
 /** The name of an event of the catalogue. */

@@ -85,8 +85,23 @@ export class FerryMetrics {
       registers,
     });
 
+    const rateLimited = new Counter({
+      name: 'ferry_delivery_rate_limited_total',
+      help: "Times a destination's rate limit held its sends (its jobs wait in the queue unsent), by destination.",
+      labelNames: ['destination'],
+      registers,
+    });
+    const autoDisabled = new Counter({
+      name: 'ferry_destinations_auto_disabled_total',
+      help: 'Destinations disabled by this server for failing without a single success for their autoDisableAfterMs, by destination.',
+      labelNames: ['destination'],
+      registers,
+    });
+
     const { windows } = this;
     const { clock } = deps;
+    this.listen('delivery:rate-limited', ({ destinationId }) => rateLimited.inc({ destination: destinationId }));
+    this.listen('destination:auto-disabled', ({ destinationId }) => autoDisabled.inc({ destination: destinationId }));
     this.listen('ingest:accepted', ({ sourceId, count, duplicates }) => {
       if (count > 0) ingested.inc({ source: sourceId, outcome: 'accepted' }, count);
       if (duplicates > 0) ingested.inc({ source: sourceId, outcome: 'duplicate' }, duplicates);
