@@ -160,7 +160,7 @@ describe('rate limit on a PostgreSQL cluster (grants from a shared bucket)', () 
     onCleanup(cleanup);
     onCleanup(() => store.close());
     const guard = new RateLimitGuard({ buckets: store.rateLimitBuckets, clock: new ManualClock(), logger: silent });
-    const { rateLimit: _, ...unlimited } = destination({ perSecond: 1, burst: 1 });
+    const unlimited: DestinationConfig = { ...destination({ perSecond: 1, burst: 1 }), rateLimit: undefined };
     for (let i = 0; i < 100; i++) assert.equal(guard.holdUntil(unlimited, i), undefined);
     await guard.settled();
     assert.equal((await inSchema((c) => c.query('SELECT count(*)::int AS n FROM rate_limit_buckets'))).rows[0].n, 0);
