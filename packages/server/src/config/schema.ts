@@ -168,13 +168,12 @@ function destinationSchemaFor(types: DestinationRegistry) {
         enabled: d.enabled ?? defaultDestinationEnabled,
         sources: [...d.sources],
         settings: settings?.success ? settings.data : z.NEVER,
-        // Only when given: a destination without them stores (and digests) as it always did.
-        ...(d.rateLimit === undefined ? {} : { rateLimit: d.rateLimit }),
-        ...(d.autoDisableAfterMs === undefined ? {} : { autoDisableAfterMs: d.autoDisableAfterMs }),
       };
       // Only when given, so that a destination without them is stored (and digested) as before.
       if (d.filter !== undefined) destination.filter = d.filter;
       if (d.removeFields !== undefined && d.removeFields.length > 0) destination.removeFields = d.removeFields;
+      if (d.rateLimit !== undefined) destination.rateLimit = d.rateLimit;
+      if (d.autoDisableAfterMs !== undefined) destination.autoDisableAfterMs = d.autoDisableAfterMs;
       return destination;
     });
 }
