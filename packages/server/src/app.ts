@@ -13,7 +13,9 @@ import type { AnyDestinationType } from './destinations/destination-type.js';
 import { createHttpSender } from './destinations/http/http-sender.js';
 import { createDestinationRegistry } from './destinations/registry.js';
 import type { WebhookSender } from './destinations/http/sender.js';
+import { AutoDisable } from './delivery/auto-disable.js';
 import type { SendGuard } from './delivery/guards.js';
+import { RateLimitGuard } from './delivery/rate-limit.js';
 import { DeliveryWorker } from './delivery/worker.js';
 import { EventBus } from './events/event-bus.js';
 import { forwardWorkerEvents } from './events/worker-events.js';
@@ -60,7 +62,7 @@ export interface FerryOptions {
    * file is checked against the built-in types.
    */
   destinationTypes?: readonly AnyDestinationType[];
-  /** Per-endpoint checks the worker consults before each send (rate limits, circuit breakers). Default none. */
+  /** Per-endpoint checks the worker consults before each send (circuit breakers...), after the destinations' rate limits. Default none. */
   sendGuards?: readonly SendGuard[];
   /** Transport of webhook requests. Default: the undici sender behind the SSRF guard. */
   sender?: WebhookSender;
@@ -142,6 +144,10 @@ export interface Ferry {
   /** Sources and destinations in force, kept in step with the store. */
   readonly catalog: Catalog;
   readonly worker: DeliveryWorker;
+  /** The destinations' rate limits, the first send guard of the worker. */
+  readonly rateLimits: RateLimitGuard;
+  /** Disables destinations that fail too long (`autoDisableAfterMs`). */
+  readonly autoDisable: AutoDisable;
   /** Carries out deletion requests. */
   readonly regulations: RegulationRunner;
   /** Carries out bulk replays too large for one transaction, in batches. */
@@ -216,8 +222,17 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
       clock,
       timers: timersOf(clock),
     });
-  const worker = new DeliveryWorker({ store, catalog, sender, settings: config.delivery, clock, logger, random: options.random, guards: options.sendGuards });
+  const rateLimits = new RateLimitGuard({
+    buckets: store.rateLimitBuckets,
+    clock,
+    logger,
+    onHeld: (destinationId, untilMs) => events.emit('delivery:rate-limited', { destinationId, untilMs }),
+  });
+  const guards = [rateLimits, ...(options.sendGuards ?? [])];
+  const worker = new DeliveryWorker({ store, catalog, sender, settings: config.delivery, clock, logger, random: options.random, guards });
   forwardWorkerEvents(worker, events);
+  const autoDisable = new AutoDisable({ worker, store, catalog, clock, logger, onDisabled: (notice) => events.emit('destination:auto-disabled', notice) });
+  autoDisable.start();
   const wake = () => worker.wake();
   const regulations = new RegulationRunner({ store, catalog, clock, logger, onQueued: wake, events });
   const replaySettings: ReplaySettings = { ...defaultReplaySettings, ...options.replay };
@@ -242,6 +257,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     events,
     onStopping: () => {
       catalog.stopRefreshing();
+      autoDisable.stop();
       metrics?.close();
     },
   });
@@ -309,6 +325,8 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     store,
     catalog,
     worker,
+    rateLimits,
+    autoDisable,
     regulations,
     replayJobs,
     audiences,

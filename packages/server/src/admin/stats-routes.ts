@@ -6,11 +6,12 @@ import type { CircuitView } from '../delivery/circuit-breaker.js';
 import { formatUtcMs } from '../model/timestamps.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { BacklogReads } from '../store/backlog.js';
+import type { DestinationHealthStore } from '../store/destination-health.js';
 import type { Clock } from '../util/clock.js';
 
 /** What the per-destination stats read. */
 export interface StatsRouteDeps {
-  store: BacklogReads;
+  store: BacklogReads & { health: Pick<DestinationHealthStore, 'get'> };
   catalog: Pick<Catalog, 'destination'>;
   clock: Clock;
   /** This server's recent attempts; absent when metrics are off, and the windows are then empty. */
@@ -41,6 +42,12 @@ export interface DestinationStats {
   windows: Record<AttemptWindowName, AttemptWindowStats>;
   /** Each URL's circuit breaker on this node; empty when the breaker is off (or the type has no URLs). */
   circuits: CircuitStats[];
+  /** The first failed attempt after its last success (ISO 8601, from the store: every node's); null while it succeeds. */
+  failingSince: string | null;
+  /** When Ferry disabled it for failing too long (`autoDisableAfterMs`); null unless it did and it is still disabled. */
+  disabledAt: string | null;
+  /** Why Ferry disabled it; null unless it did and it is still disabled. */
+  disabledReason: string | null;
 }
 
 const noAttempts: AttemptWindowStats = { attempts: 0, succeeded: 0, successRate: null, p50Ms: null, p99Ms: null, filtered: 0 };
@@ -54,7 +61,7 @@ export async function statsRoutes(app: FastifyInstance, deps: StatsRouteDeps): P
     const { id } = request.params;
     const destination = deps.catalog.destination(id);
     if (!destination) throw new FerryError('not_found', `no destination ${id}`);
-    const [backlog, retrying] = await Promise.all([deps.store.backlog(), deps.store.retryingCount(id)]);
+    const [backlog, retrying, health] = await Promise.all([deps.store.backlog(), deps.store.retryingCount(id), deps.store.health.get(id)]);
     const nowMs = deps.clock.now();
     const own = backlog.find((b) => b.destinationId === id);
     const oldest = own?.oldestPendingCreatedAtMs ?? null;
@@ -77,6 +84,13 @@ export async function statsRoutes(app: FastifyInstance, deps: StatsRouteDeps): P
         probeAt: c.probeAtMs === null ? null : formatUtcMs(c.probeAtMs),
         concurrencyLimit: c.concurrencyLimit,
       })),
+      failingSince: iso(health?.failingSinceMs),
+      disabledAt: iso(health?.disabledAtMs),
+      disabledReason: health?.disabledReason ?? null,
     };
   });
+}
+
+function iso(ms: number | null | undefined): string | null {
+  return ms === null || ms === undefined ? null : new Date(ms).toISOString();
 }

@@ -153,3 +153,10 @@ export const defaultHttpServerSettings = Object.freeze({
 
 /** Limits of the HTTP server; see {@link defaultHttpServerSettings}. */
 export type HttpServerSettings = { -readonly [K in keyof typeof defaultHttpServerSettings]: number };
+
+/**
+ * A destination failing without a single success for this long is disabled (3 days), unless its
+ * `autoDisableAfterMs` says otherwise: long enough to outlast a weekend's outage of a receiver
+ * someone watches, short enough that a receiver nobody watches stops costing retries.
+ */
+export const defaultAutoDisableAfterMs = 3 * 86_400_000;

@@ -40,6 +40,13 @@ export interface DestinationConfig<S = unknown> {
    */
   removeFields?: string[];
   settings: S;
+  /** At most this many attempts a second, over every node of a cluster; none when absent (docs/delivery.md, "Rate limit"). */
+  rateLimit?: RateLimit;
+  /**
+   * Disabled after failing this long without a single success; 0 never. Absent:
+   * `defaultAutoDisableAfterMs` of `defaults.ts` (docs/delivery.md, "Auto-disable").
+   */
+  autoDisableAfterMs?: number;
   /**
    * The HTTP statuses an attempt retries (docs/delivery.md, "What is retried"); absent: the
    * defaults (`defaultRetryStatuses`: 408, 429 and every 5xx).
@@ -78,6 +85,14 @@ export interface CircuitBreakerSettings {
   maxCooldownMs: number;
   /** After a successful probe, the URL's concurrency starts at 1 and doubles every this long, up to `perDestinationConcurrency`. */
   rampStepMs: number;
+}
+
+/** A destination's rate limit: a token bucket, refilled at `perSecond`, holding at most `burst`. */
+export interface RateLimit {
+  /** Attempts a second in the long run; may be a fraction (0.5: one every 2 s). */
+  perSecond: number;
+  /** Attempts that may go at once after a quiet time: the bucket's size. */
+  burst: number;
 }
 
 /**

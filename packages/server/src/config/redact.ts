@@ -68,6 +68,8 @@ export function destinationRedactor(types: DestinationRegistry): (destination: D
     // Public: statuses and thresholds, no secret.
     ...(destination.retryStatuses === undefined ? {} : { retryStatuses: [...destination.retryStatuses] }),
     ...(destination.circuitBreaker === undefined ? {} : { circuitBreaker: { ...destination.circuitBreaker } }),
+    ...(destination.rateLimit === undefined ? {} : { rateLimit: { ...destination.rateLimit } }),
+    ...(destination.autoDisableAfterMs === undefined ? {} : { autoDisableAfterMs: destination.autoDisableAfterMs }),
   });
 }
 

@@ -12,7 +12,7 @@ import { z } from 'zod';
 import { FerryError } from '../errors/error-codes.js';
 import { defaultAudienceSettings, defaultDeliverySettings, defaultDestinationEnabled, defaultNetworkSettings, defaultRetrySettings } from './defaults.js';
 import { circuitBreakerSchema, retryStatusesSchema } from './delivery-policy-schema.js';
-import type { AudienceSettings, DeliverySettings, DestinationConfig, FerryConfig, NetworkSettings, RetrySettings, SourceConfig } from './model.js';
+import type { AudienceSettings, DeliverySettings, DestinationConfig, FerryConfig, NetworkSettings, RateLimit, RetrySettings, SourceConfig } from './model.js';
 import { builtInDestinationTypes, type DestinationRegistry } from '../destinations/registry.js';
 import { destinationFilterSchema, removeFieldsSchema } from './filter-schema.js';
 import { errorMap, formatIssue, isObjectPayload, listOf, rule, strict, stringField, toConfigIssues, type ConfigIssue } from './schema-rules.js';
@@ -89,6 +89,29 @@ export const sourceSchema = strict({
 // Destinations
 
 /**
+ * `rateLimit` (docs/delivery.md, "Rate limit"): `burst` defaults to one second's worth, at
+ * least 1. Bounds: one attempt a day to 100,000 a second.
+ */
+const rateLimitSchema = strict({
+  perSecond: boundedNumber(1 / 86_400, 100_000),
+  burst: boundedInt(1, 100_000).optional(),
+}).transform((r): RateLimit => ({ perSecond: r.perSecond, burst: r.burst ?? Math.max(1, Math.ceil(r.perSecond)) }));
+
+/**
+ * `autoDisableAfterMs` (docs/delivery.md, "Auto-disable"): 0 turns it off; otherwise at least
+ * 5 minutes, so that one node's success, written at most a minute late, always counts.
+ */
+const autoDisableAfterMsSchema = z
+  .number()
+  .superRefine(
+    rule((v: number) =>
+      Number.isInteger(v) && (v === 0 || (v >= 300_000 && v <= 365 * 86_400_000))
+        ? undefined
+        : `must be 0 (never) or an integer from 300000 (5 minutes) to 31536000000 (365 days) (got ${v})`,
+    ),
+  );
+
+/**
  * One destination as written in the file or sent to the admin API, without the check that
  * its sources exist (that needs the other sources: see {@link validateDestination}).
  * `sources` is required and may be empty: a destination connected to nothing receives
@@ -125,6 +148,8 @@ function destinationSchemaFor(types: DestinationRegistry) {
     settings: z.unknown(),
     retryStatuses: retryStatusesSchema.optional(),
     circuitBreaker: circuitBreakerSchema.optional(),
+    rateLimit: rateLimitSchema.optional(),
+    autoDisableAfterMs: autoDisableAfterMsSchema.optional(),
   })
     .superRefine(
       (d, ctx) => {
@@ -152,6 +177,8 @@ function destinationSchemaFor(types: DestinationRegistry) {
       // Only when given, so that a destination without them is stored (and digested) as before.
       if (d.filter !== undefined) destination.filter = d.filter;
       if (d.removeFields !== undefined && d.removeFields.length > 0) destination.removeFields = d.removeFields;
+      if (d.rateLimit !== undefined) destination.rateLimit = d.rateLimit;
+      if (d.autoDisableAfterMs !== undefined) destination.autoDisableAfterMs = d.autoDisableAfterMs;
       return destination;
     });
 }

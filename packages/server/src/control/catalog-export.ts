@@ -78,6 +78,8 @@ export function exportCatalog(stored: StoredCatalog, types: DestinationRegistry,
       settings,
       ...(destination.retryStatuses === undefined ? {} : { retryStatuses: [...destination.retryStatuses] }),
       ...(destination.circuitBreaker === undefined ? {} : { circuitBreaker: { ...destination.circuitBreaker } }),
+      ...(destination.rateLimit === undefined ? {} : { rateLimit: { ...destination.rateLimit } }),
+      ...(destination.autoDisableAfterMs === undefined ? {} : { autoDisableAfterMs: destination.autoDisableAfterMs }),
     };
   });
   const header = [

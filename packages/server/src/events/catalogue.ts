@@ -1,3 +1,4 @@
+import type { AutoDisabledNotice } from '../delivery/auto-disable.js';
 import type { DeliveryEvents } from '../delivery/worker.js';
 import type { ErrorCode } from '../errors/error-codes.js';
 
@@ -56,6 +57,10 @@ export interface FerryEvents {
   'breaker:opened': DeliveryEvents['breaker:opened'][0];
   'breaker:half-open': DeliveryEvents['breaker:half-open'][0];
   'breaker:closed': DeliveryEvents['breaker:closed'][0];
+  /** A destination's rate limit held its sends until `untilMs` (`delivery/rate-limit.ts`); its jobs wait unsent. */
+  'delivery:rate-limited': { destinationId: string; untilMs: number };
+  /** Ferry disabled a destination that failed without a single success for its `autoDisableAfterMs` (`delivery/auto-disable.ts`). */
+  'destination:auto-disabled': AutoDisabledNotice;
 }
 
 /** The name of an event of the catalogue. */

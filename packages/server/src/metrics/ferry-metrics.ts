@@ -97,6 +97,18 @@ export class FerryMetrics {
       labelNames: ['destination', 'url', 'state'],
       registers,
     });
+    const rateLimited = new Counter({
+      name: 'ferry_delivery_rate_limited_total',
+      help: "Times a destination's rate limit held its sends (its jobs wait in the queue unsent), by destination.",
+      labelNames: ['destination'],
+      registers,
+    });
+    const autoDisabled = new Counter({
+      name: 'ferry_destinations_auto_disabled_total',
+      help: 'Destinations disabled by this server for failing without a single success for their autoDisableAfterMs, by destination.',
+      labelNames: ['destination'],
+      registers,
+    });
 
     const { windows } = this;
     const { clock } = deps;
@@ -114,6 +126,8 @@ export class FerryMetrics {
       if (reason === 'probe_succeeded') circuitState.set({ destination: destinationId, url }, 0);
       else circuitState.remove({ destination: destinationId, url });
     });
+    this.listen('delivery:rate-limited', ({ destinationId }) => rateLimited.inc({ destination: destinationId }));
+    this.listen('destination:auto-disabled', ({ destinationId }) => autoDisabled.inc({ destination: destinationId }));
     this.listen('ingest:accepted', ({ sourceId, count, duplicates }) => {
       if (count > 0) ingested.inc({ source: sourceId, outcome: 'accepted' }, count);
       if (duplicates > 0) ingested.inc({ source: sourceId, outcome: 'duplicate' }, duplicates);

@@ -4,7 +4,9 @@ import type { BacklogReads } from './backlog.js';
 import type { CatalogStore } from './catalog-store.js';
 import type { DeliveryQueue, DeliveryStatus } from './delivery-queue.js';
 import type { DeliveryReads } from './delivery-reads.js';
+import type { DestinationHealthStore } from './destination-health.js';
 import type { EventLog } from './event-log.js';
+import type { RateLimitBuckets } from './rate-limit-buckets.js';
 import type { RegulationsStore } from './regulations-store.js';
 import type { ReplayJobsStore } from './replay-jobs-store.js';
 import type { TokenStore } from './token-store.js';
@@ -19,7 +21,9 @@ export type * from './backlog.js';
 export type * from './catalog-store.js';
 export type * from './delivery-queue.js';
 export type * from './delivery-reads.js';
+export type * from './destination-health.js';
 export type * from './event-log.js';
+export type * from './rate-limit-buckets.js';
 export type * from './regulations-store.js';
 export type * from './replay-jobs-store.js';
 export type * from './token-store.js';
@@ -50,6 +54,13 @@ export interface Store extends EventLog, DeliveryQueue, DeliveryReads, BacklogRe
   readonly tokens: TokenStore;
   /** Changes made through the admin API. */
   readonly audit: AuditLog;
+  /** Whether each destination fails, and Ferry's disabling of one that failed too long. */
+  readonly health: DestinationHealthStore;
+  /**
+   * Rate limits' token buckets shared by the nodes of a cluster (PostgreSQL); undefined where one
+   * process owns the store (SQLite), whose rate limits keep their buckets in memory.
+   */
+  readonly rateLimitBuckets: RateLimitBuckets | undefined;
   stats(): Promise<StoreStats>;
   /**
    * Whether an error this store threw means its database is unavailable (locked, full, down,

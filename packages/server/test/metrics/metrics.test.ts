@@ -106,7 +106,9 @@ for (const kind of ['sqlite', 'postgres'] as const) {
     test('per-destination stats: backlog from the store, recent attempts from the windows; 404 for an unknown destination', async (t) => {
       const { ferry, clock } = await start(t);
       await ferry.send('/v1/batch', { batch: [track('a1'), track('a2'), track('a3')] });
+      const failedAt = new Date(clock.now()).toISOString();
       await ferry.idle();
+      await ferry.ferry.autoDisable.settled();
       clock.advance(30_000);
       const broken = await ferry.admin('GET', '/destinations/broken/stats');
       assert.equal(broken.status, 200);
@@ -120,6 +122,9 @@ for (const kind of ['sqlite', 'postgres'] as const) {
           oldestPendingAgeSeconds: 30,
           windows: undefined,
           circuits: undefined,
+          failingSince: failedAt,
+          disabledAt: null,
+          disabledReason: null,
         },
       );
       // Three failures are fewer than the five in a row that open a circuit.

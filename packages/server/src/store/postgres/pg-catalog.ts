@@ -54,10 +54,15 @@ export class PgCatalog implements CatalogStore {
       destination.id,
       JSON.stringify(destination),
     ]);
+    // An enabled destination written (re-enabled, edited) starts afresh: see destination-health.ts.
+    if (destination.enabled) await this.pool.query(`DELETE FROM destination_health WHERE destination_id = $1`, [destination.id]);
   }
 
   async deleteDestination(id: string): Promise<void> {
     await this.pool.query(`DELETE FROM destinations WHERE id = $1`, [id]);
+    // A destination made again under this id starts afresh.
+    await this.pool.query(`DELETE FROM destination_health WHERE destination_id = $1`, [id]);
+    await this.pool.query(`DELETE FROM rate_limit_buckets WHERE destination_id = $1`, [id]);
   }
 
   async getSetting(key: string): Promise<string | null> {

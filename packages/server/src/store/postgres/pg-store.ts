@@ -1,6 +1,8 @@
 import type { DestinationConfig, SourceConfig } from '../../config/model.js';
 import type { AudienceStore } from '../audience-store.js';
 import type { AuditLog } from '../audit-log.js';
+import type { DestinationHealthStore } from '../destination-health.js';
+import type { RateLimitBuckets } from '../rate-limit-buckets.js';
 import type { StoredCatalog } from '../catalog-store.js';
 import type { ClaimedDelivery, ClaimRequest, Completion, HeldLease, NewDelivery, ReplayFilter } from '../delivery-queue.js';
 import type { DeliveryDetail, DeliveryFilter, DeliveryView } from '../delivery-reads.js';
@@ -14,6 +16,8 @@ import type { TokenStore } from '../token-store.js';
 import type { Clock } from '../../util/clock.js';
 import { PgAudienceStore } from './pg-audience-store.js';
 import { PgAuditLog } from './pg-audit-log.js';
+import { PgDestinationHealth } from './pg-destination-health.js';
+import { PgRateLimitBuckets } from './pg-rate-limit-buckets.js';
 import { PgCatalog } from './pg-catalog.js';
 import { claim, nextDueAt } from './pg-claim.js';
 import { PgCompletions } from './pg-complete.js';
@@ -65,6 +69,8 @@ export class PgStore implements Store {
   readonly audiences: AudienceStore;
   readonly tokens: TokenStore;
   readonly audit: AuditLog;
+  readonly health: DestinationHealthStore;
+  readonly rateLimitBuckets: RateLimitBuckets | undefined;
   private readonly eventLog: PgEventLog;
   private readonly completions: PgCompletions;
   private readonly reads: PgDeliveryReads;
@@ -87,6 +93,8 @@ export class PgStore implements Store {
     this.audiences = new PgAudienceStore(pools.main);
     this.tokens = new PgTokenStore(pools.main);
     this.audit = new PgAuditLog(pools.main);
+    this.health = new PgDestinationHealth(pools.main);
+    this.rateLimitBuckets = new PgRateLimitBuckets(pools.main);
   }
 
   /** Connects, creates the schema if needed, and applies pending migrations. */

@@ -45,10 +45,14 @@ export class SqliteCatalog implements CatalogStore {
     this.db
       .prepare(`INSERT INTO destinations (id, config) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET config = excluded.config`)
       .run(destination.id, JSON.stringify(destination));
+    // An enabled destination written (re-enabled, edited) starts afresh: see destination-health.ts.
+    if (destination.enabled) this.db.prepare(`DELETE FROM destination_health WHERE destination_id = ?`).run(destination.id);
   }
 
   async deleteDestination(id: string): Promise<void> {
     this.db.prepare(`DELETE FROM destinations WHERE id = ?`).run(id);
+    // A destination made again under this id starts afresh.
+    this.db.prepare(`DELETE FROM destination_health WHERE destination_id = ?`).run(id);
   }
 
   async getSetting(key: string): Promise<string | null> {

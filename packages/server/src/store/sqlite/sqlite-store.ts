@@ -2,6 +2,8 @@ import type Database from 'better-sqlite3';
 import type { DestinationConfig, SourceConfig } from '../../config/model.js';
 import type { AudienceStore } from '../audience-store.js';
 import type { AuditLog } from '../audit-log.js';
+import type { DestinationHealthStore } from '../destination-health.js';
+import type { RateLimitBuckets } from '../rate-limit-buckets.js';
 import type { StoredCatalog } from '../catalog-store.js';
 import type { ClaimedDelivery, ClaimRequest, Completion, HeldLease, NewDelivery, ReplayFilter } from '../delivery-queue.js';
 import type { DeliveryDetail, DeliveryFilter, DeliveryView } from '../delivery-reads.js';
@@ -19,6 +21,7 @@ import { LeaseTable } from './lease-table.js';
 import { cannotOpen, takeOwnership } from './ownership-lock.js';
 import { SqliteAudienceStore } from './sqlite-audience-store.js';
 import { SqliteAuditLog } from './sqlite-audit-log.js';
+import { SqliteDestinationHealth } from './sqlite-destination-health.js';
 import { SqliteCatalog } from './sqlite-catalog.js';
 import { SqliteClaims } from './sqlite-claim.js';
 import { SqliteCompletions } from './sqlite-completion.js';
@@ -72,6 +75,8 @@ export class SqliteStore implements Store {
   readonly audiences: AudienceStore;
   readonly tokens: TokenStore;
   readonly audit: AuditLog;
+  readonly health: DestinationHealthStore;
+  readonly rateLimitBuckets: RateLimitBuckets | undefined;
   private readonly db: Database.Database;
   /** Held open for the store's life: see {@link takeOwnership}. */
   private readonly ownership: Database.Database | undefined;
@@ -117,6 +122,8 @@ export class SqliteStore implements Store {
       this.audiences = new SqliteAudienceStore(this.db, this.deliveries);
       this.tokens = new SqliteTokenStore(this.db);
       this.audit = new SqliteAuditLog(this.db);
+      this.health = new SqliteDestinationHealth(this.db);
+      this.rateLimitBuckets = undefined;
     } catch (error) {
       // Nothing half-open stays behind, least of all the lock: the next try must not find it taken.
       if (opened?.open) opened.close();

@@ -8,6 +8,7 @@ import * as linkedIdentities from './007-linked-identities.js';
 import * as searchAndReplayJobs from './008-search-and-replay-jobs.js';
 import * as tokensAndAudit from './009-tokens-and-audit.js';
 import * as deadLettersByDestination from './010-dead-letters-by-destination.js';
+import * as endpointProtection from './011-endpoint-protection.js';
 
 /**
  * Numbered PostgreSQL migrations, applied in order under an advisory lock; `ferry_migrations`
@@ -24,4 +25,5 @@ export const migrations: { version: number; sql: string }[] = [
   { version: 8, sql: searchAndReplayJobs.sql },
   { version: 9, sql: tokensAndAudit.sql },
   { version: 10, sql: deadLettersByDestination.sql },
+  { version: 11, sql: endpointProtection.sql },
 ];
