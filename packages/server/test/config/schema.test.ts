@@ -139,7 +139,7 @@ describe('configuration schema: refusals', () => {
       name: 'C14 unknown key in a destination',
       edit: (c) => (c.destinations[0].enabeld = false),
       path: 'destinations[0].enabeld',
-      rule: /unknown key; allowed keys here: id, type, name, enabled, sources, filter, removeFields, settings, rateLimit, autoDisableAfterMs/,
+      rule: /unknown key; allowed keys here: id, type, name, enabled, sources, filter, removeFields, settings, retryStatuses, circuitBreaker, rateLimit, autoDisableAfterMs/,
     },
     {
       name: 'C15 unknown key at the top level',

@@ -42,7 +42,12 @@ async function setup(
   onCleanup(() => receiver.close());
   const clock = new ManualClock();
   const { logger, lines } = capturedLogger();
-  const config = testConfig(destinations.map((d) => webhooksDestination(d['id'] as string, [`${receiver.url}/${d['id'] as string}`], d)));
+  // The circuit breaker off: it would hold a receiver failing every time after a few failures,
+  // and these tests follow the failed attempts themselves (with it on, the breaker's probes are
+  // the failed attempts that keep the count; see circuit-breaker.test.ts).
+  const config = testConfig(
+    destinations.map((d) => webhooksDestination(d['id'] as string, [`${receiver.url}/${d['id'] as string}`], { circuitBreaker: { enabled: false }, ...d })),
+  );
   const { server: ferry } = await startFerryOn(kind, config, { clock, deliver: false, logger }, onCleanup);
   let n = 0;
   return {
@@ -121,6 +126,20 @@ for (const kind of storeKinds) {
       assert.equal(s.receiver.requests.filter((r) => r.path === '/flaky').length, before);
       assert.equal((await s.stats('flaky')).pending, pendingBefore);
       assert.equal(scrape.value('ferry_destinations_auto_disabled_total', { destination: 'fine' }), undefined);
+    });
+
+    test('A05 with the circuit breaker on (the default), its failed probes carry the count to the disable', async (t) => {
+      const s = await setup(kind, t, [{ id: 'flaky', autoDisableAfterMs: hour, circuitBreaker: {} }]);
+      // Every 5 minutes (the breaker's longest cool-down): a new call, and whatever is due,
+      // the breaker's probe among it.
+      for (let at = 0; at <= hour + 10 * minute && (await s.enabled('flaky')); at += 5 * minute) {
+        s.clock.set(s.t0 + at);
+        await s.attempt();
+      }
+      assert.equal(await s.enabled('flaky'), false, 'disabled by a failed probe once the hour was up');
+      const stats = await s.stats('flaky');
+      assert.equal(stats.failingSince, iso(s.t0));
+      assert.ok(Date.parse(stats.disabledAt!) >= s.t0 + hour, 'not before autoDisableAfterMs');
     });
 
     test('A02 a success starts the count afresh', async (t) => {
