@@ -86,8 +86,8 @@ function serverSection(summary, dir, label, notes) {
   const isolationEvents = r.isolation?.events ?? summary.sizes?.isolationEvents ?? settings('isolation').events ?? 50_000;
   const reduced = (events, sqliteDefault) => (events < sqliteDefault ? `, reduced from ${n(sqliteDefault)} to keep the run short` : '');
   // A partial rerun (--only) dates the summary; each benchmark's own file says when it ran.
-  const days = ['ingest', 'delivery', 'signing', 'end-to-end', 'isolation', 'backlog-memory', 'metrics']
-    .filter((name) => r[name] || name === 'backlog-memory' || name === 'metrics')
+  const days = ['ingest', 'delivery', 'signing', 'end-to-end', 'isolation', 'backlog-memory', 'metrics', 'outage']
+    .filter((name) => r[name] || name === 'backlog-memory' || name === 'metrics' || name === 'outage')
     .map((name) => read(`${dir}/${name}.json`)?.at?.slice(0, 10))
     .filter((day) => day !== undefined)
     .sort();
@@ -114,6 +114,11 @@ function serverSection(summary, dir, label, notes) {
   if (b)
     lines.push(
       `| backlog memory: ${n(b.events)} events accepted with the receiver down${b.events < 200_000 ? ` (${reduced(b.events, 200_000).slice(2)})` : ''}, RSS | ${n(b.peakSecondHalfMB)} MB at most in the second half of intake | ${n(b.rssAt25PctMB)} MB at 25% of intake | slope ${n(b.slopeMBPer100k, 1)} MB per 100k events | flat; drains after recovery | ${met(b.goalMet)}${b.drained ? ` (drained in ${n(b.drainS)} s)` : ''} |`,
+    );
+  const o = r.outage ?? read(`${dir}/outage.json`);
+  if (o?.on && o?.off)
+    lines.push(
+      `| receiver down ${n(o.outageS)} s (10 min scaled 1/${n(o.scale)}) under ${n(o.rate)} events/s: requests sent to it during the outage | ${n(o.on.requestsDuringOutage)} with the circuit breaker | ${n(o.off.requestsDuringOutage)} without | ${n(o.requestRatio * 100, 3)} %; drained ${n(o.on.drainAfterRecoveryS, 1)} s after recovery (without: ${n(o.off.drainAfterRecoveryS, 1)} s); lost ${n(o.on.lost + o.off.lost)}, dead ${n(o.on.dead + o.off.dead)} | under 1 %, nothing lost | ${met(o.goalMet)} |`,
     );
   const m = r.metrics ?? read(`${dir}/metrics.json`)?.summary;
   if (m) {

@@ -82,7 +82,7 @@ if (r['ingest'])
 if (r['outage'])
   rows.push([
     'receiver down, breaker on',
-    `${r['outage'].on.requestsDuringOutage} against ${r['outage'].off.requestsDuringOutage} requests (${r['outage'].requestRatio * 100} %); drain ${r['outage'].on.drainAfterRecoveryS} s; lost ${r['outage'].on.lost + r['outage'].off.lost}`,
+    `${r['outage'].on.requestsDuringOutage} against ${r['outage'].off.requestsDuringOutage} requests (${(r['outage'].requestRatio * 100).toFixed(3)} %); drain ${r['outage'].on.drainAfterRecoveryS} s; lost ${r['outage'].on.lost + r['outage'].off.lost}`,
     '< 1 %, none lost',
     r['outage'].goalMet ? 'met' : 'NOT met',
   ]);
