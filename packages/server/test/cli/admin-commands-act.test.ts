@@ -5,9 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { eventually, ferryCli, inTurn } from '../helpers/admin-cli.js';
-import { adminToken, startFerry, testConfig, webhooksDestination, type TestFerry } from '../helpers/ferry.js';
-import { startReceiver, type TestReceiver } from '../helpers/receiver.js';
+import { eventually, ferryCli, inTurn, startWithTwoDeadLetters } from '../helpers/admin-cli.js';
+import { adminToken, startFerry, testConfig, type TestFerry } from '../helpers/ferry.js';
+import type { TestReceiver } from '../helpers/receiver.js';
 import { spawnFerry } from '../helpers/spawn-ferry.js';
 import { within } from '../helpers/within.js';
 
@@ -16,18 +16,13 @@ describe('the admin CLI against a running Ferry', () => {
   let receiver: TestReceiver;
   const cli = (args: string[], env?: Record<string, string>) => ferryCli(t.url, args, env);
 
+  let stop: () => Promise<void>;
+
   before(async () => {
     // The receiver refuses with a 400: both deliveries are dead-lettered at their first attempt.
-    receiver = await startReceiver({ status: 400, body: 'bad payload' });
-    t = await startFerry(testConfig([webhooksDestination('hooks', [`${receiver.url}/in`])]));
-    assert.equal((await t.send('/v1/track', { userId: 'u1', event: 'Signed Up', messageId: 'm-1' })).status, 200);
-    assert.equal((await t.send('/v1/identify', { userId: 'u2', traits: { plan: 'pro' }, messageId: 'm-2' })).status, 200);
-    await eventually(t, '/dead-letters', (json) => json.deliveries.length === 2, 'both deliveries dead-lettered');
+    ({ t, receiver, stop } = await startWithTwoDeadLetters());
   });
-  after(async () => {
-    await t.stop();
-    await receiver.close();
-  });
+  after(() => stop());
 
   test('replay: dead letters by id, then by destination; replaying everything must be asked for by name', async () => {
     const refused = await cli(['replay']);

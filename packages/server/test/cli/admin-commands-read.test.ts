@@ -7,27 +7,20 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { eventually, ferryCli, inTurn } from '../helpers/admin-cli.js';
-import { startFerry, testConfig, webhooksDestination, type TestFerry } from '../helpers/ferry.js';
-import { startReceiver, type TestReceiver } from '../helpers/receiver.js';
+import { ferryCli, inTurn, startWithTwoDeadLetters } from '../helpers/admin-cli.js';
+import type { TestFerry } from '../helpers/ferry.js';
 
 describe('the admin CLI against a running Ferry', () => {
   let t: TestFerry;
-  let receiver: TestReceiver;
   const cli = (args: string[], env?: Record<string, string>) => ferryCli(t.url, args, env);
+
+  let stop: () => Promise<void>;
 
   before(async () => {
     // The receiver refuses with a 400: both deliveries are dead-lettered at their first attempt.
-    receiver = await startReceiver({ status: 400, body: 'bad payload' });
-    t = await startFerry(testConfig([webhooksDestination('hooks', [`${receiver.url}/in`])]));
-    assert.equal((await t.send('/v1/track', { userId: 'u1', event: 'Signed Up', messageId: 'm-1' })).status, 200);
-    assert.equal((await t.send('/v1/identify', { userId: 'u2', traits: { plan: 'pro' }, messageId: 'm-2' })).status, 200);
-    await eventually(t, '/dead-letters', (json) => json.deliveries.length === 2, 'both deliveries dead-lettered');
+    ({ t, stop } = await startWithTwoDeadLetters());
   });
-  after(async () => {
-    await t.stop();
-    await receiver.close();
-  });
+  after(() => stop());
 
   test('deliveries ls: an aligned table for people, the API answer itself with --json', async () => {
     const [table, json] = await inTurn([() => cli(['deliveries', 'ls']), () => cli(['deliveries', 'ls', '--json'])]);

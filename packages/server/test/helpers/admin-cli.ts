@@ -1,5 +1,7 @@
 import { createServer } from 'node:net';
-import { adminToken, type TestFerry } from './ferry.js';
+import assert from 'node:assert/strict';
+import { adminToken, startFerry, testConfig, webhooksDestination, type TestFerry } from './ferry.js';
+import { startReceiver, type TestReceiver } from './receiver.js';
 import { spawnFerry } from './spawn-ferry.js';
 import { within } from './within.js';
 
@@ -55,4 +57,24 @@ export async function closedPort(): Promise<number> {
   const { port } = server.address() as { port: number };
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
+}
+
+/**
+ * A Ferry whose receiver refuses with a 400, holding two dead letters (a track call of u1,
+ * an identify of u2), for the admin CLI to read and act on; `stop` ends both.
+ */
+export async function startWithTwoDeadLetters(): Promise<{ t: TestFerry; receiver: TestReceiver; stop: () => Promise<void> }> {
+  const receiver = await startReceiver({ status: 400, body: 'bad payload' });
+  const t = await startFerry(testConfig([webhooksDestination('hooks', [`${receiver.url}/in`])]));
+  assert.equal((await t.send('/v1/track', { userId: 'u1', event: 'Signed Up', messageId: 'm-1' })).status, 200);
+  assert.equal((await t.send('/v1/identify', { userId: 'u2', traits: { plan: 'pro' }, messageId: 'm-2' })).status, 200);
+  await eventually(t, '/dead-letters', (json) => json.deliveries.length === 2, 'both deliveries dead-lettered');
+  return {
+    t,
+    receiver,
+    stop: async () => {
+      await t.stop();
+      await receiver.close();
+    },
+  };
 }
