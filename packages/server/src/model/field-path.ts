@@ -32,8 +32,9 @@ export function checkFieldPath(path: string, use: 'filter' | 'remove'): string |
   const segments = fieldPathSegments(path);
   const rootList = fieldPathRoots.join(', ');
   if (segments.some((s) => s === '')) return `must be keys joined by "." with none empty, such as properties.plan; got ${JSON.stringify(path)}`;
-  // It would name an object's prototype wherever a path is followed or built.
-  if (segments.includes('__proto__')) return 'must not name __proto__';
+  // They would name an object's prototype or constructor wherever a path is followed or built.
+  const reserved = segments.find((s) => s === '__proto__' || s === 'constructor' || s === 'prototype');
+  if (reserved !== undefined) return `must not name ${reserved}`;
   if (segments.length > maxFieldPathSegments) return `at most ${maxFieldPathSegments} keys deep (got ${segments.length})`;
   const [first] = segments as [string, ...string[]];
   if (use === 'remove') {

@@ -23,7 +23,9 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> => v !== null &
  * strip(message).properties; // message.properties without email
  */
 export function compileRemoval(paths: readonly string[]): (message: NormalizedMessage) => NormalizedMessage {
-  const tree: RemovalTree = {};
+  // Prototype-free nodes, read by own keys only: a path segment such as `constructor` must
+  // name a key of the call, never reach into the built-in objects.
+  const tree: RemovalTree = Object.create(null) as RemovalTree;
   for (const path of paths) {
     const segments = fieldPathSegments(path);
     let node: RemovalTree | undefined = tree;
@@ -31,9 +33,9 @@ export function compileRemoval(paths: readonly string[]): (message: NormalizedMe
       const key = segments[i]!;
       if (i === segments.length - 1) node[key] = true;
       else {
-        const next: true | RemovalTree | undefined = node[key];
+        const next: true | RemovalTree | undefined = Object.hasOwn(node, key) ? node[key] : undefined;
         // A removed key takes everything inside it along.
-        node = next === true ? undefined : (next ?? (node[key] = {}));
+        node = next === true ? undefined : (next ?? (node[key] = Object.create(null) as RemovalTree));
       }
     }
   }

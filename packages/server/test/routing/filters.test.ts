@@ -77,7 +77,7 @@ const table: [string, unknown, CallName, boolean][] = [
   ['F11 equals: a path through a scalar', { allow: { field: 'properties.plan.name', equals: 'pro' } }, 'order', false],
   ['F12 equals: a path into a list finds nothing', { allow: { field: 'properties.tags.0', equals: 'a' } }, 'order', false],
   ['F13 equals: a top-level field', { allow: { field: 'userId', equals: 'u-1' } }, 'identify', true],
-  ['F14 equals: an inherited key is not a field', { allow: { field: 'properties.constructor', exists: true } }, 'order', false],
+  ['F14 equals: an inherited key is not a field', { allow: { field: 'properties.toString', exists: true } }, 'order', false],
   // in
   ['F15 in: one of strings', { allow: { field: 'properties.plan', in: ['pro', 'enterprise'] } }, 'order', true],
   ['F16 in: none of them', { allow: { field: 'properties.plan', in: ['pro', 'enterprise'] } }, 'signup', false],
@@ -209,6 +209,8 @@ const refused: [string, Record<string, unknown>, string, RegExp][] = [
   ['a field with an empty key', { filter: { allow: { field: 'properties..plan', exists: true } } }, 'destinations[1].filter.allow.field', /none empty/],
   ['a field inside a scalar field', { filter: { allow: { field: 'userId.x', exists: true } } }, 'destinations[1].filter.allow.field', /userId has no keys/],
   ['a field naming __proto__', { filter: { allow: { field: 'properties.__proto__', exists: true } } }, 'destinations[1].filter.allow.field', /__proto__/],
+  ['a field naming constructor', { filter: { allow: { field: 'properties.constructor', exists: true } } }, 'destinations[1].filter.allow.field', /constructor/],
+  ['a removal reaching a prototype', { removeFields: ['properties.constructor.prototype.polluted'] }, 'destinations[1].removeFields[0]', /constructor/],
   [
     'a field without an operator',
     { filter: { allow: { field: 'properties.plan' } } },

@@ -61,6 +61,14 @@ describe('removeFields takes fields out of the call its body is made from', () =
     });
   }
 
+  test('removal trees reach no built-in object, whatever the paths (validation refuses such paths too)', () => {
+    const strip = compileRemoval(['properties.constructor.prototype.polluted', 'properties.toString.x', 'properties.constructor.name']);
+    const original = { type: 'track', properties: { constructor: { name: 'kept' }, toString: 'plain' } } as never;
+    strip(original);
+    assert.equal(({} as Record<string, unknown>)['polluted'], undefined, 'Object.prototype untouched');
+    assert.equal((Object.prototype.toString as unknown as Record<string, unknown>)['x'], undefined);
+  });
+
   test('a call with nothing to remove is the call itself, not a copy', () => {
     const original = identify();
     assert.equal(compileRemoval(['properties.email'])(original), original);
