@@ -173,6 +173,12 @@ describe('standardWebhooks settings', () => {
       'settings.standardWebhooks.secrets[0].expiresAt',
       /ISO 8601/,
     ],
+    [
+      'CF08b every secret expiring (nothing would sign once the last has)',
+      { standardWebhooks: { secrets: [{ secret: first, expiresAt: '2030-01-01T00:00:00.000Z' }] } },
+      'settings.standardWebhooks.secrets',
+      /at least one secret must have no expiresAt/,
+    ],
     ['CF09 an unknown key', { standardWebhooks: { secrets: [first], tolerance: 5 } }, 'settings.standardWebhooks.tolerance', /unknown key/],
     ['CF10 a number for a secret', { standardWebhooks: { secrets: [42] } }, 'settings.standardWebhooks.secrets[0]', /got a number/],
     [
