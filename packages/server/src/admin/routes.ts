@@ -89,6 +89,9 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
   });
   // A JSON merge patch (RFC 7396), e.g. {"enabled": false}: see docs/admin-api.md for why.
   app.patch<{ Params: { id: string } }>('/destinations/:id', async (request) => {
+    // A patch merges into what is stored, not this node's copy: another node may have changed
+    // it since (an auto-disable, another patch), and the write is a compare-and-set on it.
+    await catalog.reload();
     const current = catalog.destination(request.params.id);
     if (!current) throw new FerryError('not_found', `no destination ${request.params.id}`);
     const patch = request.body;
@@ -102,7 +105,8 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
       otherDestinations(current.id),
       catalog.types,
     );
-    await catalog.putDestination(destination);
+    if (!(await catalog.replaceDestination(destination, current)))
+      throw new FerryError('conflict', `destination ${current.id} changed while this patch was applied; nothing was changed, read it again and patch again`);
     return redactDestination(destination);
   });
   app.delete<{ Params: { id: string } }>('/destinations/:id', async (request, reply) => {

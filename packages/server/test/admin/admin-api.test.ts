@@ -172,6 +172,17 @@ describe('PATCH /destinations/{id} is a JSON merge patch (RFC 7396)', () => {
     assert.equal((await patch({ name: null })).json.name, 'crm', 'a removed name falls back to the id');
   });
 
+  test("a patch merges into what is stored, not into a node's stale copy (another node disabled it meanwhile)", async () => {
+    assert.equal((await t.admin('PUT', '/destinations/crm', full)).status, 200);
+    // Another node's write, straight to the shared store: this node's catalogue has not seen it.
+    await t.ferry.store.saveDestination({ ...stored(), enabled: false });
+    assert.equal(stored().enabled, true, 'this node still holds the old copy');
+    const renamed = await patch({ name: 'CRM hooks' });
+    assert.equal(renamed.status, 200);
+    assert.equal(renamed.json.enabled, false, 'the disable made elsewhere stands');
+    assert.equal((await t.ferry.store.loadCatalog()).destinations.find((d) => d.id === 'crm')!.enabled, false);
+  });
+
   test('a patch whose result breaks a rule changes nothing', async () => {
     assert.equal((await t.admin('PUT', '/destinations/crm', full)).status, 200);
     for (const body of [{ settings: null }, { enabeld: false }, { settings: { webhooks: [] } }, { sources: ['ghost'] }]) {

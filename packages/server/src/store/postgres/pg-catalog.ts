@@ -46,6 +46,8 @@ export class PgCatalog implements CatalogStore {
       previous.id,
       JSON.stringify(previous),
     ]);
+    // As saveDestination: an enabled destination written starts afresh (destination-health.ts).
+    if (rowCount === 1 && next.enabled) await this.pool.query(`DELETE FROM destination_health WHERE destination_id = $1`, [next.id]);
     return rowCount === 1;
   }
 

@@ -38,6 +38,8 @@ export class SqliteCatalog implements CatalogStore {
     const changed = this.db
       .prepare(`UPDATE destinations SET config = ? WHERE id = ? AND config = ?`)
       .run(JSON.stringify(next), previous.id, JSON.stringify(previous)).changes;
+    // As saveDestination: an enabled destination written starts afresh (destination-health.ts).
+    if (changed === 1 && next.enabled) this.db.prepare(`DELETE FROM destination_health WHERE destination_id = ?`).run(next.id);
     return changed === 1;
   }
 
