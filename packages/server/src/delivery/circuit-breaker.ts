@@ -183,8 +183,15 @@ export class CircuitBreakers implements SendGuard {
   mayStart(destination: DestinationConfig, nowMs: number): boolean {
     const d = this.circuitsOf(destination);
     if (!d) return true;
-    for (const c of d.list) if (c.room(nowMs, this.o.perDestinationConcurrency) > 0) return true;
-    return false;
+    let some = false;
+    for (const c of d.list) {
+      const room = c.room(nowMs, this.o.perDestinationConcurrency);
+      // A URL ramping up after a recovery is not skipped, it is waited for: a skip beside
+      // another URL's 2xx would end the event without it ever reaching this one.
+      if (c.state === 'closed' && room <= 0) return false;
+      if (room > 0) some = true;
+    }
+    return some;
   }
 
   /**
@@ -197,7 +204,9 @@ export class CircuitBreakers implements SendGuard {
     const c = d?.circuits.get(url);
     if (!c) return 'send';
     const nowMs = this.o.clock.now();
-    if (c.room(nowMs, this.o.perDestinationConcurrency) <= 0) return 'skip';
+    // A closed URL is always sent to, over its ramp if jobs started together got past
+    // mayStart at once: only a URL cooling down (or with its probe out) is skipped.
+    if (c.state !== 'closed' && c.room(nowMs, this.o.perDestinationConcurrency) <= 0) return 'skip';
     c.inFlight++;
     if (c.state !== 'open') return 'send';
     c.state = 'half-open';

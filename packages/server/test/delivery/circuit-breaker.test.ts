@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { describe, test, type TestContext } from 'node:test';
 import type { FerryOptions } from '../../src/app.js';
 import type { FerryEvents } from '../../src/events/catalogue.js';
+import { CircuitBreakers } from '../../src/delivery/circuit-breaker.js';
 import { ManualClock } from '../../src/util/clock.js';
 import { capturedLogger } from '../helpers/captured-logger.js';
 import { adminToken, testConfig, webhooksDestination, type TestFerry } from '../helpers/ferry.js';
@@ -313,4 +314,27 @@ describe('circuit breaker decisions', () => {
     assert.equal(s.receiver.requests.length, 2);
     assert.equal(s.events[0]!.payload.probeAtMs, s.clock.now() + 5000);
   });
+});
+
+test("CB09 a URL ramping up after its recovery is waited for, not skipped beside a healthy one (its events would end on the other URL's 2xx)", () => {
+  const clock = new ManualClock();
+  const urls = ['https://a.example.com/in', 'https://b.example.com/in'];
+  const destination = webhooksDestination('two', urls, { circuitBreaker: { failures: 1, cooldownMs: 1000, rampStepMs: 1000 } });
+  const breakers = new CircuitBreakers({ clock, targetsOf: () => urls, perDestinationConcurrency: 8, emit: () => {} });
+  const failure = { url: urls[0]!, startedAtMs: 0, latencyMs: 1, statusCode: 503 };
+  const success = { url: urls[0]!, startedAtMs: 0, latencyMs: 1, statusCode: 200 };
+  // A fails once: open; after its cool-down its probe succeeds: closed, ramping from 1.
+  assert.equal(breakers.admit(destination, urls[0]!), 'send');
+  breakers.record(destination, urls[0]!, 'send', failure);
+  clock.advance(1000);
+  assert.equal(breakers.admit(destination, urls[0]!), 'probe');
+  breakers.record(destination, urls[0]!, 'probe', success);
+  // One exchange in flight to A fills its ramp of 1: no send may start, though B has room.
+  assert.equal(breakers.admit(destination, urls[0]!), 'send');
+  assert.equal(breakers.mayStart(destination, clock.now()), false);
+  // Had one started anyway, A is sent to, over the ramp, never skipped.
+  assert.equal(breakers.admit(destination, urls[0]!), 'send');
+  breakers.record(destination, urls[0]!, 'send', success);
+  breakers.record(destination, urls[0]!, 'send', success);
+  assert.equal(breakers.mayStart(destination, clock.now()), true);
 });
