@@ -24,14 +24,17 @@ export interface SendGuard {
   mayStart?(destination: DestinationConfig, nowMs: number): boolean;
 }
 
-/** The latest time any guard holds a destination until, or `undefined` when none holds it. */
+/**
+ * The time the first guard that holds a destination holds it until, or `undefined` when none
+ * holds it. The guards after it are not asked: one that lets a send go may take something
+ * for it (a rate limit's token), which a send held by another would waste.
+ */
 export function heldUntil(guards: readonly SendGuard[], destination: DestinationConfig, nowMs: number): number | undefined {
-  let until: number | undefined;
   for (const guard of guards) {
     const t = guard.holdUntil(destination, nowMs);
-    if (t !== undefined && t > nowMs && (until === undefined || t > until)) until = t;
+    if (t !== undefined && t > nowMs) return t;
   }
-  return until;
+  return undefined;
 }
 
 /** Whether every guard lets one more send of a destination start now ({@link SendGuard.mayStart}). */
