@@ -127,7 +127,11 @@ const standardWebhooksSchema = strict({
         // Every secret expiring would leave the destination sending unsigned once the last one
         // has: one secret at least signs for good (a rotation leaves the new one so).
         if (list.length > 0 && list.every((entry) => typeof entry === 'object' && entry !== null && stringField(entry, 'expiresAt') !== undefined))
-          ctx.addIssue({ code: 'custom', message: 'at least one secret must have no expiresAt: once every one has expired, nothing would sign', input: undefined });
+          ctx.addIssue({
+            code: 'custom',
+            message: 'at least one secret must have no expiresAt: once every one has expired, nothing would sign',
+            input: undefined,
+          });
       },
       { when: isArrayPayload },
     ),
