@@ -26,7 +26,9 @@ export interface DevOptions {
  * Private networks are allowed here, and only here, because the receiver is on loopback.
  */
 export async function devCommand(options: DevOptions): Promise<void> {
-  const env = { ...process.env, FERRY_ALLOW_PRIVATE_NETWORKS: '1' };
+  // The demo tells its own story on stdout: the server's log shows warnings and errors only,
+  // unless FERRY_LOG_LEVEL asks for more.
+  const env = { ...process.env, FERRY_ALLOW_PRIVATE_NETWORKS: '1', FERRY_LOG_LEVEL: process.env['FERRY_LOG_LEVEL'] || 'warn' };
   // Loopback only, and no drain: nothing balances load in front of a demo.
   const settings = readSettings({ config: options.config, port: options.port, data: options.data, host: '127.0.0.1', drainMs: '0' }, env);
   const print = (line: string) => process.stdout.write(line + '\n');

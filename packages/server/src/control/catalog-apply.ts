@@ -47,7 +47,9 @@ async function applyLocked(store: CatalogStore, desired: DesiredCatalog, options
     if (c.kind === 'destination') await store.saveDestination(destinations.get(c.id)!);
   }
   await writeAppliedConfig(store, appliedConfigOf(desired, options.clock.now()));
-  logChanges(changes, options);
+  // Into an empty store, creating is all a file can do and overrides nothing: said at info.
+  const firstFill = applied === undefined && stored.sources.length === 0 && stored.destinations.length === 0;
+  logChanges(changes, options, firstFill);
   return changes;
 }
 
@@ -77,10 +79,11 @@ export async function applyIfChanged(
   });
 }
 
-function logChanges(changes: readonly CatalogChange[], { logger, origin }: ApplyOptions): void {
+function logChanges(changes: readonly CatalogChange[], { logger, origin }: ApplyOptions, firstFill = false): void {
   for (const c of changes) {
     const object = `${c.kind} ${c.id}`;
-    if (c.action === 'create') logger.warn({ kind: c.kind, id: c.id, action: c.action, fields: c.fields }, `${origin} created ${object}`);
+    if (c.action === 'create')
+      logger[firstFill ? 'info' : 'warn']({ kind: c.kind, id: c.id, action: c.action, fields: c.fields }, `${origin} created ${object}`);
     else if (c.action === 'kept')
       logger.warn(
         { kind: c.kind, id: c.id, action: c.action },
