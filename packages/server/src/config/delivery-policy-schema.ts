@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { defaultCircuitBreakerSettings } from './defaults.js';
 import type { CircuitBreakerSettings, RetryStatus } from './model.js';
-import { rule, strict } from './schema-rules.js';
+import { boundedInt, boundedNumber, rule, strict } from './schema-rules.js';
 
 /** At most this many entries in `retryStatuses`. */
 export const maxRetryStatuses = 100;
@@ -39,16 +39,6 @@ export const retryStatusesSchema = z
     });
   })
   .transform((list) => list as RetryStatus[]);
-
-function boundedInt(min: number, max: number) {
-  return z
-    .number()
-    .superRefine(rule((v: number) => (Number.isInteger(v) && v >= min && v <= max ? undefined : `must be an integer from ${min} to ${max} (got ${v})`)));
-}
-
-function boundedNumber(min: number, max: number) {
-  return z.number().superRefine(rule((v: number) => (v >= min && v <= max ? undefined : `must be a number from ${min} to ${max} (got ${v})`)));
-}
 
 const day = 86_400_000;
 

@@ -131,3 +131,15 @@ export function stringField(value: unknown, key: string): string | undefined {
 export function listOf(value: unknown): unknown[] {
   return Array.isArray(value) ? value : [];
 }
+
+/** A number that must be an integer from `min` to `max`, both included. */
+export function boundedInt(min: number, max: number) {
+  return z
+    .number()
+    .superRefine(rule((v: number) => (Number.isInteger(v) && v >= min && v <= max ? undefined : `must be an integer from ${min} to ${max} (got ${v})`)));
+}
+
+/** A number from `min` to `max`, both included. */
+export function boundedNumber(min: number, max: number) {
+  return z.number().superRefine(rule((v: number) => (v >= min && v <= max ? undefined : `must be a number from ${min} to ${max} (got ${v})`)));
+}

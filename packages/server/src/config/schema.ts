@@ -15,7 +15,19 @@ import { circuitBreakerSchema, retryStatusesSchema } from './delivery-policy-sch
 import type { AudienceSettings, DeliverySettings, DestinationConfig, FerryConfig, NetworkSettings, RateLimit, RetrySettings, SourceConfig } from './model.js';
 import { builtInDestinationTypes, type DestinationRegistry } from '../destinations/registry.js';
 import { destinationFilterSchema, removeFieldsSchema } from './filter-schema.js';
-import { errorMap, formatIssue, isObjectPayload, listOf, rule, strict, stringField, toConfigIssues, type ConfigIssue } from './schema-rules.js';
+import {
+  boundedInt,
+  boundedNumber,
+  errorMap,
+  formatIssue,
+  isObjectPayload,
+  listOf,
+  rule,
+  strict,
+  stringField,
+  toConfigIssues,
+  type ConfigIssue,
+} from './schema-rules.js';
 
 // Where callers (the file loader, the audiences schema) have always found them.
 export { formatIssue, formatPath, toConfigIssues, type ConfigIssue } from './schema-rules.js';
@@ -64,16 +76,6 @@ const writeKeySchema = z.string().superRefine(
     return undefined;
   }),
 );
-
-function boundedInt(min: number, max: number) {
-  return z
-    .number()
-    .superRefine(rule((v: number) => (Number.isInteger(v) && v >= min && v <= max ? undefined : `must be an integer from ${min} to ${max} (got ${v})`)));
-}
-
-function boundedNumber(min: number, max: number) {
-  return z.number().superRefine(rule((v: number) => (v >= min && v <= max ? undefined : `must be a number from ${min} to ${max} (got ${v})`)));
-}
 
 // ---------------------------------------------------------------------------------------
 // Sources
