@@ -229,7 +229,19 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     onHeld: (destinationId, untilMs) => events.emit('delivery:rate-limited', { destinationId, untilMs }),
   });
   const guards = [rateLimits, ...(options.sendGuards ?? [])];
-  const worker = new DeliveryWorker({ store, catalog, sender, settings: config.delivery, clock, logger, random: options.random, guards });
+  const metrics =
+    options.metrics === false ? undefined : new FerryMetrics({ events, backlog: store, destinationIds: () => catalog.destinations().map((d) => d.id), clock });
+  const worker = new DeliveryWorker({
+    store,
+    catalog,
+    sender,
+    settings: config.delivery,
+    clock,
+    logger,
+    random: options.random,
+    guards,
+    tally: metrics?.deliveries,
+  });
   forwardWorkerEvents(worker, events);
   const autoDisable = new AutoDisable({ worker, store, catalog, clock, logger, onDisabled: (notice) => events.emit('destination:auto-disabled', notice) });
   autoDisable.start();
@@ -240,8 +252,6 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   const audiences = new AudienceSync({ audiences: store.audiences, catalog, clock, logger, settings: config.audiences, onQueued: wake, events });
 
   const app = createHttpServer({ limits, trustProxy: options.trustProxy ?? false, logger });
-  const metrics =
-    options.metrics === false ? undefined : new FerryMetrics({ events, backlog: store, destinationIds: () => catalog.destinations().map((d) => d.id), clock });
   // The admin listener is a server of its own, with the same limits: nothing of /admin is reachable on the public one.
   const adminApp = options.admin ? createHttpServer({ limits, trustProxy: options.trustProxy ?? false, logger }) : app;
   const servers = adminApp === app ? [app] : [app, adminApp];

@@ -14,6 +14,7 @@ import { circuitSender } from './circuit-sender.js';
 import type { SendGuard } from './guards.js';
 import { Pacing } from './pacing.js';
 import type { ResolvedDeliverySettings } from './ready-limits.js';
+import type { DeliveryTally } from './delivery-tally.js';
 import { decideOutcome, retryableOf } from './retry-policy.js';
 import { Scheduler } from './scheduler.js';
 import { Slots } from './slots.js';
@@ -61,6 +62,8 @@ export interface DeliveryWorkerOptions {
   guards?: readonly SendGuard[];
   /** Lease owner name; unique per worker. */
   owner?: string;
+  /** Told of every exchange and recorded outcome (the metrics); none by default. */
+  tally?: DeliveryTally;
 }
 
 /**
@@ -245,6 +248,12 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     if (!kept) {
       this.emit('delivery:lease-lost', { id: job.id });
       return;
+    }
+    const { tally } = this.o;
+    if (tally !== undefined) {
+      // Not an exchange: a URL skipped, its circuit open.
+      for (const a of attempts) if (a.errorClass !== 'circuit_open') tally.exchanged(destination.id, a.latencyMs, nowMs);
+      tally.recorded(destination.id, outcome.status, nowMs);
     }
     const base = { id: job.id, destinationId: destination.id };
     // Per exchange, many thousand times a second: no event objects unless someone listens.

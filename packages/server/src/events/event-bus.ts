@@ -52,7 +52,8 @@ export class EventBus {
    * (the worker's `delivery:succeeded`) keep it so.
    */
   whileListened(name: FerryEventName, attach: () => () => void): void {
-    let detach: (() => void) | undefined;
+    // A listener that came first (the log's, subscribed before the worker existed) counts too.
+    let detach: (() => void) | undefined = this.emitter.listenerCount(name) > 0 ? attach() : undefined;
     this.emitter.on('newListener', (event: string) => {
       if (event === name && detach === undefined) detach = attach();
     });

@@ -1,9 +1,10 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
 import type { EventBus } from '../events/event-bus.js';
 import type { FerryEvents } from '../events/catalogue.js';
 import type { BacklogReads } from '../store/backlog.js';
 import type { Clock } from '../util/clock.js';
 import { AttemptWindows } from './attempt-windows.js';
+import { DeliveryCounts } from './delivery-counts.js';
 
 /** What the metrics read: the bus they count from, the store's backlog, the destinations to show. */
 export interface FerryMetricsDeps {
@@ -23,16 +24,19 @@ export const deliveryDurationBucketsSeconds = [0.005, 0.01, 0.025, 0.05, 0.1, 0.
 /**
  * The series of docs/operations.md ("Monitoring"), whose names and labels are a contract
  * (operators build alerts on them), in a registry of this server's own: several servers in one
- * process (tests, an application embedding two) keep apart. Counters and the latency
- * histogram count events of the bus as they happen; the backlog gauges are read from the store
- * at each scrape, so on a cluster every node shows the whole backlog. The same events feed the
- * per-destination stats' recent attempts ({@link AttemptWindows}).
+ * process (tests, an application embedding two) keep apart. Delivery attempts and their latency
+ * are counted by the worker's direct calls ({@link DeliveryCounts}), the rarer happenings
+ * (ingestion, filters, breakers) from events of the bus; the backlog gauges are read from the
+ * store at each scrape, so on a cluster every node shows the whole backlog. The same counts
+ * feed the per-destination stats' recent attempts ({@link AttemptWindows}).
  */
 export class FerryMetrics {
   /** Prometheus registry of this server: Ferry's series and Node's process defaults. */
   readonly registry = new Registry();
   /** Recent attempts per destination, for `GET /admin/v1/destinations/{id}/stats`. */
   readonly windows = new AttemptWindows();
+  /** Deliveries and their latency, counted by the worker as it records them (its `tally`). */
+  readonly deliveries = new DeliveryCounts(deliveryDurationBucketsSeconds, this.windows);
   private readonly pending: Gauge<'destination'>;
   private readonly oldestAge: Gauge<'destination'>;
   private readonly dead: Gauge<'destination'>;
@@ -47,25 +51,24 @@ export class FerryMetrics {
       labelNames: ['source', 'outcome'],
       registers,
     });
-    const attempts = new Counter({
-      name: 'ferry_delivery_attempts_total',
-      help: 'Delivery attempts recorded, by destination and outcome: success, retry (to be retried), dead (dead-lettered).',
-      labelNames: ['destination', 'outcome'],
-      registers,
-    });
     const filtered = new Counter({
       name: 'ferry_delivery_filtered_total',
       help: "Calls a destination's filter dropped at ingestion (no delivery made), by destination.",
       labelNames: ['destination'],
       registers,
     });
-    const duration = new Histogram({
-      name: 'ferry_delivery_duration_seconds',
-      help: "One delivery request's latency (one exchange: for Webhooks, one URL), by destination.",
-      labelNames: ['destination'],
-      buckets: deliveryDurationBucketsSeconds,
-      registers,
-    });
+    // Counted by the worker's direct calls (DeliveryCounts), read at each scrape.
+    for (const series of [
+      this.deliveries.attemptsSeries(
+        'ferry_delivery_attempts_total',
+        'Delivery attempts recorded, by destination and outcome: success, retry (to be retried), dead (dead-lettered).',
+      ),
+      this.deliveries.durationSeries(
+        'ferry_delivery_duration_seconds',
+        "One delivery request's latency (one exchange: for Webhooks, one URL), by destination.",
+      ),
+    ])
+      this.registry.registerMetric(series as unknown as Metric);
     this.pending = new Gauge({
       name: 'ferry_deliveries_pending',
       help: 'Deliveries waiting to be sent (due, in flight or waiting for a retry), by destination; read from the store.',
@@ -140,43 +143,6 @@ export class FerryMetrics {
       }
     });
     this.listen('ingest:rejected', ({ sourceId, rejected }) => ingested.inc({ source: sourceId, outcome: 'rejected' }, rejected.length));
-    // Label children cached per destination: a label lookup hashes its labels on every call,
-    // and these run once or twice per delivery, many thousand times a second.
-    const children = new Map<
-      string,
-      { success: Counter.Internal; retry: Counter.Internal; dead: Counter.Internal; duration: Histogram.Internal<'destination'> }
-    >();
-    const of = (destination: string) => {
-      let c = children.get(destination);
-      if (c === undefined) {
-        c = {
-          success: attempts.labels(destination, 'success'),
-          retry: attempts.labels(destination, 'retry'),
-          dead: attempts.labels(destination, 'dead'),
-          duration: duration.labels(destination),
-        };
-        children.set(destination, c);
-      }
-      return c;
-    };
-    this.listen('delivery:succeeded', ({ destinationId }) => {
-      of(destinationId).success.inc();
-      windows.recordAttempt(destinationId, true, clock.now());
-    });
-    this.listen('delivery:retrying', ({ destinationId }) => {
-      of(destinationId).retry.inc();
-      windows.recordAttempt(destinationId, false, clock.now());
-    });
-    this.listen('delivery:dead', ({ destinationId }) => {
-      of(destinationId).dead.inc();
-      windows.recordAttempt(destinationId, false, clock.now());
-    });
-    this.listen('delivery:attempted', ({ destinationId, latencyMs, errorClass }) => {
-      // Not an exchange: the URL was skipped, its circuit open.
-      if (errorClass === 'circuit_open') return;
-      of(destinationId).duration.observe(latencyMs / 1000);
-      windows.recordLatency(destinationId, latencyMs, clock.now());
-    });
   }
 
   /** The Prometheus text of every series, the backlog read from the store now. */

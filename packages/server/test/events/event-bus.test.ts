@@ -51,3 +51,18 @@ test('whileListened attaches with the first listener of its event and detaches w
   bus.on('delivery:succeeded', a);
   assert.deepEqual(log, ['attach', 'detach', 'attach']);
 });
+
+test('whileListened attaches at once when its event is already listened to', () => {
+  const bus = new EventBus();
+  const log: string[] = [];
+  const early = () => {};
+  // The log subscribes before the worker (and its forwarding) exists.
+  bus.on('delivery:succeeded', early);
+  bus.whileListened('delivery:succeeded', () => {
+    log.push('attach');
+    return () => log.push('detach');
+  });
+  assert.deepEqual(log, ['attach']);
+  bus.on('delivery:succeeded', () => {});
+  assert.deepEqual(log, ['attach'], 'a second listener attaches nothing more');
+});

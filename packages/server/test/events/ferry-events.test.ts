@@ -101,10 +101,11 @@ test('a known workload emits ingest, delivery, regulation and lifecycle events',
 });
 
 test('the worker builds delivery:succeeded and delivery:attempted only while the bus has a listener for them', async (t) => {
-  // Metrics listen to both (they count every attempt): off here, so the bus has no listener.
-  // The auto-disable hears successes from the worker itself (delivery/auto-disable.ts), not
-  // through the bus: one listener of delivery:succeeded always.
-  const ferry = await startFerry(testConfig([]), { deliver: false, metrics: false });
+  // Metrics are on: they count through the worker's tally, never through these events, so the
+  // bus has no listener. The auto-disable hears successes from the worker itself
+  // (delivery/auto-disable.ts), not through the bus: one listener of delivery:succeeded always.
+  const ferry = await startFerry(testConfig([]), { deliver: false });
+  assert.ok(ferry.ferry.metrics, 'metrics are on');
   t.after(() => ferry.stop());
   const { worker, events } = ferry.ferry;
   for (const [name, own] of [
