@@ -1,0 +1,85 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { waitLimitMs } from './support/deadline.js';
+import { countIds, SinkServer } from './support/sink-server.js';
+
+const require = createRequire(import.meta.url);
+const sourceDir = fileURLToPath(new URL('../src/', import.meta.url));
+
+/**
+ * Bun's binary from its platform package (a root dev dependency): the `bun` package's own
+ * launcher needs an install script, which the project keeps off.
+ */
+function bunBinary(): string {
+  const name = `@oven/bun-${process.platform}-${process.arch}/bin/bun`;
+  try {
+    return require.resolve(name);
+  } catch {
+    throw new Error(`Bun is not installed (${name}): run npm ci at the repository's root`);
+  }
+}
+
+/** Runs a TypeScript file under Bun (which loads the client's sources as they are). */
+function runBun(file: string, env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(bunBinary(), ['run', file], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: waitLimitMs,
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** A script that sends `count` track calls through the given entry and prints what flush and close said. */
+function script(entry: string, options: string): string {
+  return `
+import { Analytics } from ${JSON.stringify(join(sourceDir, entry))};
+const count = Number(process.env.COUNT);
+const client = new Analytics('wk', { endpoint: process.env.SINK, flushAt: 20, ${options} });
+const ids = [];
+for (let i = 0; i < count; i++) ids.push(client.track({ userId: 'u' + (i % 7), event: 'Bun ' + i, properties: { i } }));
+const flushed = await client.flush();
+await client.close();
+console.log(JSON.stringify({ runtime: typeof Bun === 'undefined' ? 'other' : 'bun ' + Bun.version, ids, flushed }));
+`;
+}
+
+describe('the client under Bun', () => {
+  let sink: SinkServer;
+  let dir: string;
+  before(async () => {
+    sink = await SinkServer.start();
+    dir = mkdtempSync(join(tmpdir(), 'ferry-bun-'));
+  });
+  after(async () => {
+    await sink.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('delivers every call exactly once through the default entry, gzip on', async () => {
+    const file = join(dir, 'default-entry.ts');
+    writeFileSync(file, script('index.ts', 'gzip: true'));
+    const before = sink.accepted.length;
+    const run = await runBun(file, { SINK: sink.url, COUNT: '250' });
+    assert.equal(run.code, 0, run.stderr);
+    const out = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as { runtime: string; ids: string[] };
+    assert.match(out.runtime, /^bun \d/);
+    assert.equal(out.ids.length, 250);
+    const seen = countIds(sink.accepted.slice(before));
+    assert.equal(seen.size, 250);
+    for (const id of out.ids) assert.equal(seen.get(id), 1, `messageId ${id} arrived ${seen.get(id) ?? 0} times`);
+    assert.ok(sink.requests.every((r) => r.headers['content-encoding'] === 'gzip'));
+  });
+});
