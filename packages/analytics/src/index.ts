@@ -5,7 +5,16 @@
  *
  * Every public name of the package is exported here and nowhere else.
  */
-export { Analytics, type AnalyticsEvents, type AnalyticsStats, type DropEvent, type ErrorEvent, type FlushEvent, type RetryEvent } from './analytics.js';
+export {
+  Analytics,
+  type AnalyticsEvents,
+  type AnalyticsStats,
+  type DropEvent,
+  type ErrorEvent,
+  type FlushEvent,
+  type PluginErrorEvent,
+  type RetryEvent,
+} from './analytics.js';
 export { type Clock, systemClock, type TimerHandle } from './clock.js';
 export { AnalyticsError, type ErrorCode, errorCodes } from './errors.js';
 export type { FailedMessage, FlushOptions, FlushResult } from './flush-result.js';
@@ -26,6 +35,9 @@ export type {
   TrackMessage,
 } from './messages.js';
 export { type AnalyticsOptions, defaults, type OverflowPolicy } from './options.js';
+export { addContext } from './plugins/add-context.js';
+export type { ContextFields, Plugin, PluginCall, PluginMessage } from './plugins/plugin.js';
+export { removeKeys, type RemoveKeysOptions } from './plugins/remove-keys.js';
 export type { Callback } from './queue.js';
 export { classifyStatus, parseRetryAfter, retryDelayMs, type RetrySettings } from './retry-policy.js';
 export { createSocketTransport, type SocketTransportOptions } from './transport/http1-socket.js';
