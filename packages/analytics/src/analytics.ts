@@ -6,7 +6,6 @@ import { type DeliveryContext, type DeliveryOutcome, deliverBatch } from './deli
 import { TypedEmitter } from './emitter.js';
 import { AnalyticsError, type ErrorCode } from './errors.js';
 import type { FailedMessage, FlushOptions, FlushResult } from './flush-result.js';
-import { gzipBody } from './gzip-body.js';
 import { libraryInfo } from './library-info.js';
 import { defaultLogger, type Logger } from './logger.js';
 import type { AliasMessage, CallType, GroupMessage, IdentifyMessage, MessageByType, PageMessage, ScreenMessage, TrackMessage } from './messages.js';
@@ -14,7 +13,9 @@ import { type AnalyticsOptions, type ResolvedOptions, resolveOptions } from './o
 import type { Plugin, PluginMessage } from './plugins/plugin.js';
 import { checkPlugin, type PluginFailure, runEnrich, runHook } from './plugins/run-plugins.js';
 import { type Callback, MessageQueue, type QueueEntry } from './queue.js';
-import { createDefaultTransport } from './transport/default-transport.js';
+import type { Runtime } from './runtime.js';
+import { webRuntime } from './runtime-web.js';
+import { createFetchTransport } from './transport/fetch-transport.js';
 import type { Transport } from './transport/transport.js';
 
 /** Payload of the `flush` event: a batch the server accepted. */
@@ -103,6 +104,9 @@ interface Waiter {
  * await analytics.close();
  */
 export class Analytics extends TypedEmitter<AnalyticsEvents> {
+  // Web-standard here, so the edge entry needs nothing from Node; the Node entry's subclass
+  // gives Node's sockets and zlib.
+  protected static runtime: Runtime = webRuntime;
   readonly #options: ResolvedOptions;
   readonly #clock: Clock;
   readonly #logger: Logger;
@@ -142,7 +146,10 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
     this.#clock = o.clock ?? systemClock;
     this.#logger = o.logger ?? defaultLogger(globalThis.process?.env?.['DEBUG']);
     this.#lastFlushAt = this.#clock.now();
-    this.#transport = o.transport ?? createDefaultTransport();
+    const runtime = (this.constructor as typeof Analytics).runtime;
+    this.#transport = o.transport === 'fetch' ? createFetchTransport() : (o.transport ?? runtime.createTransport());
+    const compress = o.gzip ? runtime.gzip : undefined;
+    if (o.gzip && !compress) this.#logger.warn('gzip is not available in this runtime (no CompressionStream); bodies are sent uncompressed');
     const maxMessageBytes = Math.min(o.maxMessageBytes, maxSingleMessageBytes(o.maxBatchBytes));
     const clock = this.#clock;
     this.#build = { now: () => clock.now(), newMessageId: () => crypto.randomUUID(), maxMessageBytes };
@@ -151,7 +158,7 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
       'content-type': 'application/json',
       'user-agent': `${libraryInfo.name}/${libraryInfo.version}`,
     };
-    if (o.gzip) headers['content-encoding'] = 'gzip';
+    if (compress) headers['content-encoding'] = 'gzip';
     this.#delivery = {
       url: o.batchUrl,
       headers,
@@ -160,7 +167,7 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
       random: o.random ?? Math.random,
       retry: o,
       requestTimeoutMs: o.requestTimeoutMs,
-      compress: o.gzip ? gzipBody : undefined,
+      compress,
     };
   }
 

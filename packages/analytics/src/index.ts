@@ -3,10 +3,10 @@
  * synchronously and sent in background batches to a Ferry server or any Segment-compatible
  * tracking API (`POST {endpoint}/v1/batch`, Basic auth with the write key).
  *
- * Every public name of the package is exported here and nowhere else.
+ * Every public name of the package is exported here and nowhere else, and again, without
+ * the Node transports, from the edge entry (edge.ts).
  */
 export {
-  Analytics,
   type AnalyticsEvents,
   type AnalyticsStats,
   type DropEvent,
@@ -15,6 +15,7 @@ export {
   type PluginErrorEvent,
   type RetryEvent,
 } from './analytics.js';
+export { Analytics } from './node-analytics.js';
 export { type Clock, systemClock, type TimerHandle } from './clock.js';
 export { AnalyticsError, type ErrorCode, errorCodes } from './errors.js';
 export type { FailedMessage, FlushOptions, FlushResult } from './flush-result.js';
@@ -41,5 +42,6 @@ export { removeKeys, type RemoveKeysOptions } from './plugins/remove-keys.js';
 export type { Callback } from './queue.js';
 export { classifyStatus, parseRetryAfter, retryDelayMs, type RetrySettings } from './retry-policy.js';
 export { createSocketTransport, type SocketTransportOptions } from './transport/http1-socket.js';
+export { createFetchTransport, type FetchTransportOptions } from './transport/fetch-transport.js';
 export { createNodeHttpTransport, type NodeHttpTransportOptions } from './transport/node-http.js';
 export type { Transport, TransportRequest, TransportResponse } from './transport/transport.js';
