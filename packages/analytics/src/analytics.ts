@@ -11,7 +11,7 @@ import { defaultLogger, type Logger } from './logger.js';
 import type { AliasMessage, CallType, GroupMessage, IdentifyMessage, MessageByType, PageMessage, ScreenMessage, TrackMessage } from './messages.js';
 import { type AnalyticsOptions, type ResolvedOptions, resolveOptions } from './options.js';
 import type { Plugin, PluginMessage } from './plugins/plugin.js';
-import { checkPlugin, type PluginFailure, runEnrich, runHook } from './plugins/run-plugins.js';
+import { checkPlugin, type PluginFailure, runEnrich, runHook, settleWithin } from './plugins/run-plugins.js';
 import { type Callback, MessageQueue, type QueueEntry } from './queue.js';
 import type { Runtime } from './runtime.js';
 import { webRuntime } from './runtime-web.js';
@@ -250,7 +250,8 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
     this.#pump();
     const wait = this.#wait(options, false);
     if (this.#plugins.length === 0) return wait;
-    return Promise.all([wait, runHook(this.#plugins, 'flush', this.#onPluginFailure)]).then(([result]) => result);
+    const hooks = this.#runHooks('flush', options, this.#clock.now());
+    return Promise.all([wait, hooks]).then(([result]) => result);
   }
 
   /**
@@ -266,8 +267,9 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
     this.#drainUpTo = this.#seq;
     this.#pump();
     const wait = this.#wait(options, true);
+    const startedAt = this.#clock.now();
     this.#closing = wait.then(async (result) => {
-      if (this.#plugins.length > 0) await runHook(this.#plugins, 'close', this.#onPluginFailure);
+      if (this.#plugins.length > 0) await this.#runHooks('close', options, startedAt);
       // Idle keep-alive sockets go now; in-flight requests were aborted if the bound ran out.
       if (this.#inFlight.size === 0) this.#transport.close?.();
       else this.#afterInFlight = () => this.#transport.close?.();
@@ -343,6 +345,21 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
     this.#logger.error(`plugin '${failure.plugin}' threw in ${failure.hook}`, { error: String(failure.error) });
     this.emit('pluginError', failure);
   };
+
+  // The hooks share the caller's bound, counted from `startedAt`: a hook that hangs is given up.
+  async #runHooks(hook: 'flush' | 'close', options: FlushOptions, startedAt: number): Promise<void> {
+    const timeoutMs = options.timeoutMs ?? options.timeout;
+    const clock = this.#clock;
+    const settled = await settleWithin(runHook(this.#plugins, hook, this.#onPluginFailure), {
+      after(fn, ms) {
+        const timer = clock.setTimeout(fn, ms);
+        return () => clock.clearTimeout(timer);
+      },
+      remainingMs: timeoutMs === undefined ? undefined : Math.max(0, startedAt + timeoutMs - clock.now()),
+      signal: options.signal,
+    });
+    if (!settled) this.#logger.warn(`plugin ${hook} hooks did not settle within the bound; not waiting for them`);
+  }
 
   // Dropping is the plugin's choice, not a failure: the call returns normally, and its callback
   // hears of it later, as callbacks always do.

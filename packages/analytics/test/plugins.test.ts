@@ -117,6 +117,27 @@ describe('plugins', () => {
     );
   });
 
+  it('holds flush() and close() no longer than their bound when a plugin hook never settles', async () => {
+    const clock = new ManualClock();
+    const lines: string[] = [];
+    client = new Analytics('wk', { endpoint: sink.url, clock, logger: recordingLogger(lines) });
+    const never = new Promise<void>(() => {});
+    client.register({ name: 'stuck', flush: () => never, close: () => never });
+    client.track({ userId: 'u', event: 'E' });
+    const delivered = new Promise((resolve) => client.once('flush', resolve));
+    const flushed = client.flush({ timeoutMs: 500 });
+    await within(delivered, 'the delivery');
+    await clock.advanceThrough(500);
+    assert.equal((await within(flushed, 'flush')).delivered, 1);
+    const closed = client.close({ timeoutMs: 800 });
+    await clock.advanceThrough(800);
+    assert.equal((await within(closed, 'close')).status, 'complete');
+    assert.deepEqual(lines, [
+      'warn plugin flush hooks did not settle within the bound; not waiting for them',
+      'warn plugin close hooks did not settle within the bound; not waiting for them',
+    ]);
+  });
+
   it('refuses what is not a plugin with invalid_plugin, and register after close with closed', async () => {
     const code = (fn: () => unknown) => {
       try {

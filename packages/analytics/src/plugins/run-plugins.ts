@@ -67,3 +67,34 @@ export function checkPlugin(plugin: unknown): asserts plugin is Plugin {
     }
   }
 }
+
+/** The bound of a `flush()` or `close()`, as far as plugin hooks are concerned. */
+export interface HookBound {
+  /** Resolves `fn` after `ms`; returns the canceller. */
+  after(fn: () => void, ms: number): () => void;
+  /** Milliseconds left, or undefined for no time limit. */
+  remainingMs: number | undefined;
+  signal: AbortSignal | undefined;
+}
+
+/**
+ * Resolves once `hooks` settle, or with `false` once the bound runs out first: a hook that
+ * never settles must not hold `flush()` or `close()` past the limit the caller gave.
+ */
+export function settleWithin(hooks: Promise<void>, bound: HookBound): Promise<boolean> {
+  const { remainingMs, signal } = bound;
+  if (remainingMs === undefined && signal === undefined) return hooks.then(() => true);
+  return new Promise((resolve) => {
+    let cancelTimer = () => {};
+    const finish = (settled: boolean) => {
+      cancelTimer();
+      signal?.removeEventListener('abort', onAbort);
+      resolve(settled);
+    };
+    const onAbort = () => finish(false);
+    if (signal?.aborted || (remainingMs !== undefined && remainingMs <= 0)) return finish(false);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    if (remainingMs !== undefined) cancelTimer = bound.after(() => finish(false), remainingMs);
+    void hooks.then(() => finish(true));
+  });
+}
