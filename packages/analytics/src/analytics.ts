@@ -6,13 +6,16 @@ import { type DeliveryContext, type DeliveryOutcome, deliverBatch } from './deli
 import { TypedEmitter } from './emitter.js';
 import { AnalyticsError, type ErrorCode } from './errors.js';
 import type { FailedMessage, FlushOptions, FlushResult } from './flush-result.js';
-import { gzipBody } from './gzip-body.js';
 import { libraryInfo } from './library-info.js';
 import { defaultLogger, type Logger } from './logger.js';
 import type { AliasMessage, CallType, GroupMessage, IdentifyMessage, MessageByType, PageMessage, ScreenMessage, TrackMessage } from './messages.js';
 import { type AnalyticsOptions, type ResolvedOptions, resolveOptions } from './options.js';
+import type { Plugin, PluginMessage } from './plugins/plugin.js';
+import { checkPlugin, type PluginFailure, runEnrich, runHook, settleWithin } from './plugins/run-plugins.js';
 import { type Callback, MessageQueue, type QueueEntry } from './queue.js';
-import { createDefaultTransport } from './transport/default-transport.js';
+import type { Runtime } from './runtime.js';
+import { webRuntime } from './runtime-web.js';
+import { createFetchTransport } from './transport/fetch-transport.js';
 import type { Transport } from './transport/transport.js';
 
 /** Payload of the `flush` event: a batch the server accepted. */
@@ -43,9 +46,14 @@ export interface ErrorEvent {
 
 /** Payload of the `drop` event: messages given up without the server's answer. */
 export interface DropEvent {
-  /** `queue_overflow` (oldest evicted), `queue_full` (new call refused) or `unconfirmed` (close gave up). */
-  code: Extract<ErrorCode, 'queue_overflow' | 'queue_full' | 'unconfirmed'>;
+  /**
+   * `queue_overflow` (oldest evicted), `queue_full` (new call refused), `unconfirmed` (close
+   * gave up) or `dropped_by_plugin` (a plugin's `enrich` returned null).
+   */
+  code: Extract<ErrorCode, 'queue_overflow' | 'queue_full' | 'unconfirmed' | 'dropped_by_plugin'>;
   messageIds: string[];
+  /** Why, in words; for `dropped_by_plugin`, names the plugin. */
+  reason?: string;
   /** Messages dropped since the client was created, this event included. */
   totalDropped: number;
 }
@@ -56,7 +64,11 @@ export interface AnalyticsEvents {
   retry: RetryEvent;
   error: ErrorEvent;
   drop: DropEvent;
+  pluginError: PluginErrorEvent;
 }
+
+/** Payload of the `pluginError` event: a plugin hook threw; the call went on without that step. */
+export type PluginErrorEvent = PluginFailure;
 
 /** Counters since the client was created; see {@link Analytics.stats}. */
 export interface AnalyticsStats {
@@ -92,6 +104,9 @@ interface Waiter {
  * await analytics.close();
  */
 export class Analytics extends TypedEmitter<AnalyticsEvents> {
+  // Web-standard here, so the edge entry needs nothing from Node; the Node entry's subclass
+  // gives Node's sockets and zlib.
+  protected static runtime: Runtime = webRuntime;
   readonly #options: ResolvedOptions;
   readonly #clock: Clock;
   readonly #logger: Logger;
@@ -117,6 +132,7 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
   #inFlightMessages = 0;
   #stats = { delivered: 0, failed: 0, dropped: 0 };
   #warnedAboutDrops = false;
+  readonly #plugins: Plugin[] = [];
 
   /**
    * @param writeKey The source's write key, or an options object that holds it.
@@ -130,7 +146,10 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
     this.#clock = o.clock ?? systemClock;
     this.#logger = o.logger ?? defaultLogger(globalThis.process?.env?.['DEBUG']);
     this.#lastFlushAt = this.#clock.now();
-    this.#transport = o.transport ?? createDefaultTransport();
+    const runtime = (this.constructor as typeof Analytics).runtime;
+    this.#transport = o.transport === 'fetch' ? createFetchTransport() : (o.transport ?? runtime.createTransport());
+    const compress = o.gzip ? runtime.gzip : undefined;
+    if (o.gzip && !compress) this.#logger.warn('gzip is not available in this runtime (no CompressionStream); bodies are sent uncompressed');
     const maxMessageBytes = Math.min(o.maxMessageBytes, maxSingleMessageBytes(o.maxBatchBytes));
     const clock = this.#clock;
     this.#build = { now: () => clock.now(), newMessageId: () => crypto.randomUUID(), maxMessageBytes };
@@ -139,7 +158,7 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
       'content-type': 'application/json',
       'user-agent': `${libraryInfo.name}/${libraryInfo.version}`,
     };
-    if (o.gzip) headers['content-encoding'] = 'gzip';
+    if (compress) headers['content-encoding'] = 'gzip';
     this.#delivery = {
       url: o.batchUrl,
       headers,
@@ -148,7 +167,7 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
       random: o.random ?? Math.random,
       retry: o,
       requestTimeoutMs: o.requestTimeoutMs,
-      compress: o.gzip ? gzipBody : undefined,
+      compress,
     };
   }
 
@@ -200,6 +219,18 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
     return this.#enqueue('alias', message, callback);
   }
 
+  /**
+   * Adds a plugin; plugins run in registration order on every later call, before
+   * validation. See {@link Plugin}.
+   * @returns this client, for chaining. @throws AnalyticsError `invalid_plugin`, or `closed`.
+   */
+  register(plugin: Plugin): this {
+    if (this.#closed) throw new AnalyticsError('closed', 'register() was called after close().');
+    checkPlugin(plugin);
+    this.#plugins.push(plugin);
+    return this;
+  }
+
   /** Counters of what happened to the messages of this client so far. */
   get stats(): AnalyticsStats {
     return {
@@ -217,7 +248,10 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
   flush(options: FlushOptions = {}): Promise<FlushResult> {
     this.#drainUpTo = this.#seq;
     this.#pump();
-    return this.#wait(options, false);
+    const wait = this.#wait(options, false);
+    if (this.#plugins.length === 0) return wait;
+    const hooks = this.#runHooks('flush', options, this.#clock.now());
+    return Promise.all([wait, hooks]).then(([result]) => result);
   }
 
   /**
@@ -233,7 +267,9 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
     this.#drainUpTo = this.#seq;
     this.#pump();
     const wait = this.#wait(options, true);
-    this.#closing = wait.then((result) => {
+    const startedAt = this.#clock.now();
+    this.#closing = wait.then(async (result) => {
+      if (this.#plugins.length > 0) await this.#runHooks('close', options, startedAt);
       // Idle keep-alive sockets go now; in-flight requests were aborted if the bound ran out.
       if (this.#inFlight.size === 0) this.#transport.close?.();
       else this.#afterInFlight = () => this.#transport.close?.();
@@ -257,7 +293,14 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
     if (callback !== undefined && typeof callback !== 'function') {
       throw new AnalyticsError('invalid_field', 'The callback must be a function.');
     }
-    const built: BuiltMessage = buildMessage(type, message, this.#build);
+    let input: unknown = message;
+    // A call that is not an object skips the plugins and fails validation below.
+    if (this.#plugins.length > 0 && message !== null && typeof message === 'object') {
+      const outcome = runEnrich(this.#plugins, message as unknown as PluginMessage, { type }, this.#onPluginFailure);
+      if (outcome.kind === 'drop') return this.#dropByPlugin(message, outcome.plugin, callback);
+      input = outcome.message;
+    }
+    const built: BuiltMessage = buildMessage(type, input, this.#build);
     this.#makeRoom(built);
     const entry: QueueEntry = {
       seq: ++this.#seq,
@@ -298,11 +341,51 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
     );
   }
 
-  #reportDrop(code: DropEvent['code'], messageIds: string[]): void {
+  readonly #onPluginFailure = (failure: PluginFailure): void => {
+    this.#logger.error(`plugin '${failure.plugin}' threw in ${failure.hook}`, { error: String(failure.error) });
+    this.emit('pluginError', failure);
+  };
+
+  // The hooks share the caller's bound, counted from `startedAt`: a hook that hangs is given up.
+  async #runHooks(hook: 'flush' | 'close', options: FlushOptions, startedAt: number): Promise<void> {
+    const timeoutMs = options.timeoutMs ?? options.timeout;
+    const clock = this.#clock;
+    const settled = await settleWithin(runHook(this.#plugins, hook, this.#onPluginFailure), {
+      after(fn, ms) {
+        const timer = clock.setTimeout(fn, ms);
+        return () => clock.clearTimeout(timer);
+      },
+      remainingMs: timeoutMs === undefined ? undefined : Math.max(0, startedAt + timeoutMs - clock.now()),
+      signal: options.signal,
+    });
+    if (!settled) this.#logger.warn(`plugin ${hook} hooks did not settle within the bound; not waiting for them`);
+  }
+
+  // Dropping is the plugin's choice, not a failure: the call returns normally, and its callback
+  // hears of it later, as callbacks always do.
+  #dropByPlugin(message: unknown, plugin: string, callback: Callback | undefined): string {
+    const own = (message as Record<string, unknown> | null)?.['messageId'];
+    const messageId = typeof own === 'string' && own.length > 0 ? own : crypto.randomUUID();
+    this.#reportDrop('dropped_by_plugin', [messageId], `plugin '${plugin}' dropped the call`);
+    if (callback) {
+      const error = new AnalyticsError('dropped_by_plugin', `Plugin '${plugin}' dropped the call.`);
+      queueMicrotask(() => {
+        try {
+          callback(error, messageId);
+        } catch (cause) {
+          this.#logger.error('a call callback threw', { error: String(cause) });
+        }
+      });
+    }
+    return messageId;
+  }
+
+  #reportDrop(code: DropEvent['code'], messageIds: string[], reason?: string): void {
     if (messageIds.length === 0) return;
     this.#stats.dropped += messageIds.length;
-    this.#logger.warn(`dropped ${messageIds.length} message(s)`, { code, totalDropped: this.#stats.dropped });
-    if (this.listenerCount('drop') === 0 && !this.#warnedAboutDrops) {
+    const chosen = code === 'dropped_by_plugin';
+    this.#logger[chosen ? 'debug' : 'warn'](`dropped ${messageIds.length} message(s)`, { code, totalDropped: this.#stats.dropped });
+    if (!chosen && this.listenerCount('drop') === 0 && !this.#warnedAboutDrops) {
       // Never silent: without a listener, say it once the Node way.
       this.#warnedAboutDrops = true;
       globalThis.process?.emitWarning?.(
@@ -310,7 +393,10 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
         'AnalyticsDropWarning',
       );
     }
-    this.emit('drop', { code, messageIds, totalDropped: this.#stats.dropped });
+    this.emit(
+      'drop',
+      reason === undefined ? { code, messageIds, totalDropped: this.#stats.dropped } : { code, messageIds, totalDropped: this.#stats.dropped, reason },
+    );
   }
 
   // Armed only while messages wait beyond any pending drain, so an idle client sets no timer.

@@ -18,8 +18,10 @@ export const systemClock: Clock = {
   now: () => Date.now(),
   setTimeout(fn, ms) {
     const t = setTimeout(fn, ms);
-    // unref exists in Node, Bun and Deno; plain numbers elsewhere have nothing to unref.
-    (t as { unref?: () => void }).unref?.();
+    // Node and Bun return an object with unref; Deno returns a number it unrefs on request;
+    // edge workers have nothing to unref and end with their request anyway.
+    if (typeof t === 'number') (globalThis as { Deno?: { unrefTimer?: (id: number) => void } }).Deno?.unrefTimer?.(t);
+    else (t as { unref?: () => void }).unref?.();
     return t;
   },
   clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),

@@ -7,6 +7,7 @@
 export const errorCodes = {
   // Misuse: thrown synchronously by the constructor.
   invalid_option: 'An option is unknown or has the wrong type or range.',
+  invalid_plugin: 'register() was given something that is not a plugin (no name, or a hook that is not a function).',
 
   // Refusals of one call: thrown synchronously, nothing is queued.
   missing_identity: 'The call needs a userId or an anonymousId.',
@@ -27,6 +28,7 @@ export const errorCodes = {
   rejected_by_server: 'The server refused the batch with a status that is not worth retrying (400 and other 4xx).',
   message_rejected: 'The server accepted the batch but refused this message (its `rejected` list).',
   retries_exhausted: 'Every attempt failed with a retryable error and no retries are left.',
+  dropped_by_plugin: "A plugin's `enrich` returned null: the call was dropped on purpose before it was queued.",
   unconfirmed: 'close() ran out of time or was aborted before the server confirmed the message.',
 } as const;
 

@@ -94,8 +94,11 @@ export interface AnalyticsOptions {
   retryAfterMaxMs?: number;
   /** Gzip request bodies. Default false. */
   gzip?: boolean;
-  /** How requests are sent. Default: node:http/https with keep-alive. */
-  transport?: Transport;
+  /**
+   * How requests are sent: a {@link Transport}, or `'fetch'` for the standard `fetch`.
+   * Default: in Node, keep-alive sockets (`node:net`, `node:https`); in the edge entry, `fetch`.
+   */
+  transport?: Transport | 'fetch';
   /** Where logs go. Default: stderr when `DEBUG` contains `analytics`, else nothing. */
   logger?: Logger;
   /** Time source and timers; for tests. */
@@ -122,7 +125,7 @@ export interface ResolvedOptions {
   retryMaxDelayMs: number;
   retryAfterMaxMs: number;
   gzip: boolean;
-  transport: Transport | undefined;
+  transport: Transport | 'fetch' | undefined;
   logger: Logger | undefined;
   clock: Clock | undefined;
   random: (() => number) | undefined;
@@ -195,7 +198,13 @@ export function resolveOptions(input: AnalyticsOptions): ResolvedOptions {
   if (overflow !== 'drop-oldest' && overflow !== 'reject') fail('`overflow` must be "drop-oldest" or "reject".');
   const gzip = raw['gzip'] ?? defaults.gzip;
   if (typeof gzip !== 'boolean') fail('`gzip` must be a boolean.');
-  for (const key of ['transport', 'logger', 'clock'] as const) {
+  const transport = raw['transport'];
+  if (transport === 'fetch') {
+    if (typeof globalThis.fetch !== 'function') fail('`transport: "fetch"` needs a global `fetch`.');
+  } else if (transport !== undefined && (transport === null || typeof transport !== 'object')) {
+    fail('`transport` must be a transport object or "fetch".');
+  }
+  for (const key of ['logger', 'clock'] as const) {
     if (raw[key] !== undefined && (raw[key] === null || typeof raw[key] !== 'object')) fail(`\`${key}\` must be an object.`);
   }
   if (raw['random'] !== undefined && typeof raw['random'] !== 'function') fail('`random` must be a function.');
@@ -206,7 +215,7 @@ export function resolveOptions(input: AnalyticsOptions): ResolvedOptions {
     ...ints,
     overflow,
     gzip,
-    transport: raw['transport'] as Transport | undefined,
+    transport: raw['transport'] as Transport | 'fetch' | undefined,
     logger: raw['logger'] as Logger | undefined,
     clock: raw['clock'] as Clock | undefined,
     random: raw['random'] as (() => number) | undefined,

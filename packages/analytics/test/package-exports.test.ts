@@ -31,6 +31,17 @@ console.log(JSON.stringify({
   error: new lib.AnalyticsError('closed') instanceof Error,
 }));`;
 
+// An edge runtime resolves the package with its own condition (workerd for Cloudflare
+// Workers); the root import must then be the edge build, which has no Node transports.
+const edge = `
+import * as lib from '@ferry/analytics';
+const client = new lib.Analytics('wk', { endpoint: process.argv[1], gzip: true });
+client.track({ userId: 'u', event: 'from workerd' });
+const r = await client.close();
+const { createRequire } = await import('node:module');
+const viaRequire = createRequire(process.cwd() + '/').resolve('@ferry/analytics/edge');
+console.log(JSON.stringify({ file: import.meta.resolve('@ferry/analytics'), viaRequire, delivered: r.delivered, socket: 'createSocketTransport' in lib }));`;
+
 describe('package exports (built output)', () => {
   let sink: SinkServer;
   before(async () => {
@@ -59,5 +70,17 @@ describe('package exports (built output)', () => {
     assert.equal(b.delivered, 1);
     assert.ok(a.error && b.error);
     assert.deepEqual(sink.accepted.map((m) => m['event']).sort(), ['from import', 'from require']);
+  });
+
+  it('gives edge runtimes the edge build: under the workerd condition and as @ferry/analytics/edge', async () => {
+    for (const file of ['dist/esm/edge.js', 'dist/esm/edge.d.ts', 'dist/cjs/edge.js']) assert.ok(existsSync(`${packageDir}/${file}`), file);
+    const env = { ...process.env, NODE_OPTIONS: '' };
+    const child = await run(process.execPath, ['--conditions=workerd', '--input-type=module', '-e', edge, sink.url], { cwd: repoRoot, env });
+    const out = JSON.parse(child.stdout) as { file: string; viaRequire: string; delivered: number; socket: boolean };
+    assert.match(out.file, /dist\/esm\/edge\.js$/);
+    assert.match(out.viaRequire, /dist[\\/]cjs[\\/]edge\.js$/);
+    assert.equal(out.delivered, 1);
+    assert.equal(out.socket, false);
+    assert.ok(sink.accepted.some((m) => m['event'] === 'from workerd'));
   });
 });
