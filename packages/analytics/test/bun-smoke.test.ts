@@ -68,18 +68,28 @@ describe('the client under Bun', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('delivers every call exactly once through the default entry, gzip on', async () => {
-    const file = join(dir, 'default-entry.ts');
-    writeFileSync(file, script('index.ts', 'gzip: true'));
-    const before = sink.accepted.length;
-    const run = await runBun(file, { SINK: sink.url, COUNT: '250' });
-    assert.equal(run.code, 0, run.stderr);
-    const out = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as { runtime: string; ids: string[] };
-    assert.match(out.runtime, /^bun \d/);
-    assert.equal(out.ids.length, 250);
-    const seen = countIds(sink.accepted.slice(before));
-    assert.equal(seen.size, 250);
-    for (const id of out.ids) assert.equal(seen.get(id), 1, `messageId ${id} arrived ${seen.get(id) ?? 0} times`);
-    assert.ok(sink.requests.every((r) => r.headers['content-encoding'] === 'gzip'));
-  });
+  const cases = [
+    { name: 'the default entry, gzip on', entry: 'index.ts', options: 'gzip: true' },
+    { name: 'the default entry with the fetch transport', entry: 'index.ts', options: "transport: 'fetch', gzip: true" },
+    { name: 'the edge entry (fetch, CompressionStream)', entry: 'edge.ts', options: 'gzip: true' },
+  ];
+  for (const c of cases) {
+    it(`delivers every call exactly once through ${c.name}`, async () => {
+      const file = join(dir, `${c.entry}-${cases.indexOf(c)}.ts`);
+      writeFileSync(file, script(c.entry, c.options));
+      const firstAccepted = sink.accepted.length;
+      const firstRequest = sink.requests.length;
+      const run = await runBun(file, { SINK: sink.url, COUNT: '250' });
+      assert.equal(run.code, 0, run.stderr);
+      const out = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as { runtime: string; ids: string[] };
+      assert.match(out.runtime, /^bun \d/);
+      assert.equal(out.ids.length, 250);
+      const seen = countIds(sink.accepted.slice(firstAccepted));
+      assert.equal(seen.size, 250);
+      for (const id of out.ids) assert.equal(seen.get(id), 1, `messageId ${id} arrived ${seen.get(id) ?? 0} times`);
+      const requests = sink.requests.slice(firstRequest);
+      assert.ok(requests.length >= 13);
+      assert.ok(requests.every((r) => r.headers['content-encoding'] === 'gzip'));
+    });
+  }
 });
