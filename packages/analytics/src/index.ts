@@ -28,6 +28,7 @@ export type {
 export { type AnalyticsOptions, defaults, type OverflowPolicy } from './options.js';
 export type { Callback } from './queue.js';
 export { classifyStatus, parseRetryAfter, retryDelayMs, type RetrySettings } from './retry-policy.js';
+export { type FsyncPolicy, type SpoolOptions, spoolDefaults } from './spool/spool-options.js';
 export { createSocketTransport, type SocketTransportOptions } from './transport/http1-socket.js';
 export { createNodeHttpTransport, type NodeHttpTransportOptions } from './transport/node-http.js';
 export type { Transport, TransportRequest, TransportResponse } from './transport/transport.js';
