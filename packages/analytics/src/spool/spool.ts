@@ -3,7 +3,7 @@ import type { Clock, TimerHandle } from '../clock.js';
 import { AnalyticsError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { utf8Length } from '../utf8-length.js';
-import { encodeRecord, scanRecords } from './record-format.js';
+import { encodeRecord, encodeRecordInto, recordHeaderBytes, scanRecords } from './record-format.js';
 import { ackPath, listSegments, logPath } from './segment-files.js';
 import { acquireSpoolLock } from './spool-lock.js';
 import type { ResolvedSpoolOptions } from './spool-options.js';
@@ -44,9 +44,9 @@ interface Segment {
   ackFd: number | undefined;
 }
 
-function writeFully(fd: number, buf: Buffer): void {
+function writeFully(fd: number, buf: Buffer, length = buf.length): void {
   let done = 0;
-  while (done < buf.length) done += writeSync(fd, buf, done, buf.length - done);
+  while (done < length) done += writeSync(fd, buf, done, length - done);
 }
 
 function removeFile(path: string): void {
@@ -72,6 +72,10 @@ export class Spool {
   #active: Segment;
   #liveBytes = 0;
   #dirty = false;
+  // Segments rolled over with writes not yet forced to disk; their files close at the next sync.
+  readonly #unsynced = new Set<Segment>();
+  // Reused for every record: a Buffer per call costs more in garbage collection than the write.
+  #scratch = Buffer.allocUnsafe(64 * 1024);
   #timer: TimerHandle | undefined;
   #closed = false;
 
@@ -170,9 +174,10 @@ export class Spool {
     if (this.#closed) throw new AnalyticsError('closed', 'The spool is closed.');
     if (this.#active.bytes >= this.#options.segmentBytes) this.#roll();
     const seg = this.#active;
-    const record = encodeRecord(json, bytes);
+    if (this.#scratch.length < recordHeaderBytes + bytes) this.#scratch = Buffer.allocUnsafe(recordHeaderBytes + bytes);
+    const length = encodeRecordInto(this.#scratch, json, bytes);
     try {
-      writeFully(seg.logFd!, record);
+      writeFully(seg.logFd!, this.#scratch, length);
     } catch (cause) {
       // A partial record would misframe every later one: cut the file back to its last whole record.
       try {
@@ -182,7 +187,7 @@ export class Spool {
       }
       throw new AnalyticsError('spool_io_failed', `The message ${messageId} could not be written to the spool: ${String(cause)}`, { cause });
     }
-    seg.bytes += record.length;
+    seg.bytes += length;
     seg.live++;
     this.#liveBytes += bytes;
     this.#dirty = true;
@@ -252,21 +257,30 @@ export class Spool {
     return seg;
   }
 
+  // The old segment's fsync is left to the policy's next sync, off this call.
   #roll(): void {
     const old = this.#active;
-    if (this.#dirty) this.#sync();
     this.#active = this.#startSegment(old.id + 1);
     if (old.live <= 0) this.#delete(old);
-    else {
-      closeSync(old.logFd!);
-      old.logFd = undefined;
-    }
+    else if (this.#dirty) this.#unsynced.add(old);
+    else this.#closeLog(old);
   }
 
   #sync(): void {
-    if (!this.#dirty || this.#active.logFd === undefined) return;
-    fsyncSync(this.#active.logFd);
+    if (!this.#dirty) return;
+    for (const seg of this.#unsynced) {
+      fsyncSync(seg.logFd!);
+      this.#closeLog(seg);
+    }
+    this.#unsynced.clear();
+    fsyncSync(this.#active.logFd!);
     this.#dirty = false;
+  }
+
+  #closeLog(seg: Segment): void {
+    if (seg.logFd === undefined) return;
+    closeSync(seg.logFd);
+    seg.logFd = undefined;
   }
 
   #syncLogged(): void {
@@ -291,6 +305,7 @@ export class Spool {
   }
 
   #delete(seg: Segment): void {
+    this.#unsynced.delete(seg);
     this.#closeFiles(seg);
     this.#segments.delete(seg.id);
     try {
