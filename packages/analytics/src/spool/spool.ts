@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import type { Clock, TimerHandle } from '../clock.js';
 import { AnalyticsError } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -77,6 +77,7 @@ export class Spool {
   // Reused for every record: a Buffer per call costs more in garbage collection than the write.
   #scratch = Buffer.allocUnsafe(64 * 1024);
   #timer: TimerHandle | undefined;
+  #backgroundSyncs = 0;
   #closed = false;
 
   private constructor(options: ResolvedSpoolOptions, clock: Clock, logger: Logger, release: () => void, nextId: number) {
@@ -195,7 +196,7 @@ export class Spool {
     else if (this.#options.fsync === 'interval' && this.#timer === undefined) {
       this.#timer = this.#clock.setTimeout(() => {
         this.#timer = undefined;
-        this.#syncLogged();
+        this.#syncInBackground();
       }, this.#options.fsyncIntervalMs);
     }
     return seg.id;
@@ -245,6 +246,8 @@ export class Spool {
     this.#closed = true;
     if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
     this.#timer = undefined;
+    // A background fsync may still be running on a file about to close: force it here.
+    if (this.#backgroundSyncs > 0) this.#dirty = true;
     this.#syncLogged();
     for (const seg of this.#segments.values()) this.#closeFiles(seg);
     if (this.#active.live === 0) this.#delete(this.#active);
@@ -281,6 +284,28 @@ export class Spool {
     if (seg.logFd === undefined) return;
     closeSync(seg.logFd);
     seg.logFd = undefined;
+  }
+
+  // The interval policy's fsync runs on libuv's thread pool: a synchronous one would stop every
+  // call and delivery for as long as the disk takes (milliseconds, more on a busy disk).
+  #syncInBackground(): void {
+    if (!this.#dirty || this.#closed) return;
+    this.#dirty = false;
+    const segments = [...this.#unsynced, this.#active];
+    this.#backgroundSyncs++;
+    let left = segments.length;
+    for (const seg of segments) {
+      fsync(seg.logFd!, (error) => {
+        if (this.#closed) return;
+        if (error) {
+          this.#dirty = true;
+          this.#logger.error('spool: fsync failed', { error: String(error) });
+        } else if (seg !== this.#active && this.#unsynced.delete(seg)) {
+          this.#closeLog(seg);
+        }
+        if (--left === 0) this.#backgroundSyncs--;
+      });
+    }
   }
 
   #syncLogged(): void {
