@@ -203,6 +203,13 @@ describe('durable spool', () => {
     );
   });
 
+  it('throws spool_io_failed when the directory cannot be created, and takes no lock', () => {
+    const file = join(dir, 'not-a-directory');
+    writeFileSync(file, '');
+    assert.throws(() => open({ dir: join(file, 'spool') }), { name: 'AnalyticsError', code: 'spool_io_failed' });
+    assert.deepEqual(readdirSync(dir), ['not-a-directory']);
+  });
+
   it('refuses bad spool options with invalid_option', () => {
     const bad: unknown[] = [{}, { dir: '' }, { dir, fsync: 'never' }, { dir, maxBytes: 0 }, { dir, fsyncIntervalMs: 1.5 }, { dir, other: 1 }, 'dir'];
     for (const spool of bad) {
