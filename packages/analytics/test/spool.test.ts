@@ -55,6 +55,24 @@ describe('durable spool', () => {
     await within(third.close(), 'close');
   });
 
+  it('does not send again what the server confirmed before the restart, whatever its messageId holds', async () => {
+    sink.handler = (_req, i) => (i === 0 ? undefined : { destroy: true });
+    const client = open({}, { flushAt: 2, maxInFlight: 1 });
+    const ids = [client.track({ userId: 'u', event: 'A', messageId: 'own\nid "1"' }), client.track({ userId: 'u', event: 'B' })];
+    await sink.untilAccepted(2);
+    ids.push(client.track({ userId: 'u', event: 'C' }), client.track({ userId: 'u', event: 'D' }));
+    await sink.untilRequests(2);
+    await within(client.close({ signal: AbortSignal.abort() }), 'close');
+    sink.handler = () => undefined;
+    const restarted = open();
+    assert.equal(restarted.stats.queued, 2);
+    await within(restarted.close(), 'close');
+    assert.deepEqual(
+      sink.accepted.map((m) => m['messageId']),
+      ids,
+    );
+  });
+
   it('skips a torn last record and reports it through error, not as a failure to start', async () => {
     await leaveUnconfirmed(['A', 'B']);
     // A crash mid-write: a header promising 200 bytes, then 5 of them.

@@ -59,7 +59,7 @@ function removeFile(path: string): void {
 
 /**
  * The durable journal behind `spool: { dir }`: segment files of length + CRC-32 framed
- * messages, each with an acknowledgement file of the messageIds that are done. A segment is
+ * messages, each with an acknowledgement file of the messageIds that are done (one JSON array per answered batch). A segment is
  * deleted once every message in it is done; at open, what is not done is handed back to be
  * sent again. Writes are synchronous so a call has reached the OS before it returns.
  */
@@ -138,7 +138,14 @@ export class Spool {
     if (existsSync(ackFile)) {
       // A torn or bad acknowledgement only costs a duplicate, which the server's idempotency drops.
       for (const payload of scanRecords(readFileSync(ackFile)).payloads) {
-        for (const messageId of payload.split('\n')) done.set(messageId, (done.get(messageId) ?? 0) + 1);
+        let ids: unknown;
+        try {
+          ids = JSON.parse(payload);
+        } catch {
+          continue;
+        }
+        if (!Array.isArray(ids)) continue;
+        for (const messageId of ids) if (typeof messageId === 'string') done.set(messageId, (done.get(messageId) ?? 0) + 1);
       }
     }
     const messages: SpooledMessage[] = [];
@@ -229,7 +236,8 @@ export class Spool {
         this.#delete(seg);
         continue;
       }
-      const payload = list.map((r) => r.messageId).join('\n');
+      // JSON, not lines: a caller's own messageId may hold any character.
+      const payload = JSON.stringify(list.map((r) => r.messageId));
       try {
         seg.ackFd ??= openSync(ackPath(this.#options.dir, id), 'a');
         writeFully(seg.ackFd, encodeRecord(payload, utf8Length(payload)));
