@@ -292,9 +292,12 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
     const cannotFit = incoming.bytes > maxQueueBytes || (spool !== undefined && spool.liveBytes - q.bytes + incoming.bytes > spoolMax);
     if (overflow === 'reject' || cannotFit) {
       this.#reportDrop('queue_full', [incoming.messageId]);
+      const spoolBound = spool !== undefined && spool.liveBytes + incoming.bytes > spoolMax;
       throw new AnalyticsError(
         'queue_full',
-        `The queue holds ${q.length} messages (${q.bytes} bytes); the bound is ${maxQueueMessages} messages or ${maxQueueBytes} bytes.`,
+        spoolBound
+          ? `The spool holds ${spool.liveBytes} bytes of unconfirmed messages; the bound (spool.maxBytes) is ${spoolMax} bytes.`
+          : `The queue holds ${q.length} messages (${q.bytes} bytes); the bound is ${maxQueueMessages} messages or ${maxQueueBytes} bytes.`,
       );
     }
     const evicted: QueueEntry[] = [];

@@ -176,6 +176,7 @@ describe('durable spool', () => {
         accepted++;
       } catch (e) {
         assert.equal((e as { code?: string }).code, 'queue_full');
+        assert.match((e as Error).message, /spool\.maxBytes/);
       }
     }
     assert.ok(accepted > 0 && accepted < 10);
