@@ -180,16 +180,19 @@ export class Spool {
    */
   append(messageId: string, json: string, bytes: number): number {
     if (this.#closed) throw new AnalyticsError('closed', 'The spool is closed.');
-    if (this.#active.bytes >= this.#options.segmentBytes) this.#roll();
-    const seg = this.#active;
     if (this.#scratch.length < recordHeaderBytes + bytes) this.#scratch = Buffer.allocUnsafe(recordHeaderBytes + bytes);
     const length = encodeRecordInto(this.#scratch, json, bytes);
+    let seg: Segment | undefined;
     try {
+      if (this.#active.bytes >= this.#options.segmentBytes) this.#roll();
+      seg = this.#active;
       writeFully(seg.logFd!, this.#scratch, length);
+      if (this.#options.fsync === 'call') fsyncSync(seg.logFd!);
     } catch (cause) {
-      // A partial record would misframe every later one: cut the file back to its last whole record.
+      // A partial record would misframe every later one, and a call that throws must not come
+      // back at the next start: cut the file back to its last whole record.
       try {
-        ftruncateSync(seg.logFd!, seg.bytes);
+        if (seg) ftruncateSync(seg.logFd!, seg.bytes);
       } catch {
         // The scan at the next open skips what is left as a torn or bad record.
       }
@@ -198,9 +201,9 @@ export class Spool {
     seg.bytes += length;
     seg.live++;
     this.#liveBytes += bytes;
+    if (this.#options.fsync === 'call') return seg.id;
     this.#dirty = true;
-    if (this.#options.fsync === 'call') this.#sync();
-    else if (this.#options.fsync === 'interval' && this.#timer === undefined) {
+    if (this.#options.fsync === 'interval' && this.#timer === undefined) {
       this.#timer = this.#clock.setTimeout(() => {
         this.#timer = undefined;
         this.#syncInBackground();
@@ -265,7 +268,22 @@ export class Spool {
   #startSegment(id: number): Segment {
     const seg: Segment = { id, live: 0, bytes: 0, logFd: openSync(logPath(this.#options.dir, id), 'a'), ackFd: undefined };
     this.#segments.set(id, seg);
+    this.#syncDirectory();
     return seg;
+  }
+
+  // A new file survives a machine crash only once its directory entry is on disk too; once per
+  // segment. Best effort: some platforms (Windows) cannot open a directory.
+  #syncDirectory(): void {
+    let fd: number | undefined;
+    try {
+      fd = openSync(this.#options.dir, 'r');
+      fsyncSync(fd);
+    } catch {
+      // Nothing more can be done; the file's contents are still forced by the policy.
+    } finally {
+      if (fd !== undefined) closeSync(fd);
+    }
   }
 
   // The old segment's fsync is left to the policy's next sync, off this call.
