@@ -30,7 +30,7 @@ const calls = argValue('--calls', quick ? 20_000 : 100_000);
 const rounds = argValue('--rounds', quick ? 1 : 3);
 const budgetMs = argValue('--budget-s', 170) * 1000;
 const RUNNER_TIMEOUT_MS = 100_000;
-const runners = ['ferry', 'segment', 'featureless'];
+const runners = ['ferry', 'ferry-spool', 'segment', 'featureless'];
 
 if (!Number.isInteger(calls) || calls < 20 || calls % 20 !== 0) throw new Error('--calls must be a multiple of 20');
 if (!Number.isInteger(rounds) || rounds < 1 || rounds > 9) throw new Error('--rounds must be 1..9');
@@ -124,6 +124,7 @@ for (const name of runners) {
 }
 
 const f = summary.ferry;
+const sp = summary['ferry-spool'];
 const s = summary.segment;
 const c = summary.featureless;
 const ratio = (a, b) => (a && b ? a / b : NaN);
@@ -132,12 +133,14 @@ const ratios = {
   e2eVsFeatureless: ratio(f?.e2ePerSec, c?.e2ePerSec),
   rssVsSegment: ratio(f?.peakRssMB, s?.peakRssMB),
   enqueueVsSegment: ratio(f?.enqueuePerSec, s?.enqueuePerSec),
+  spoolVsMemory: ratio(sp?.e2ePerSec, f?.e2ePerSec),
 };
 const goals = {
   'e2e >= 10x segment': ratios.e2eVsSegment >= 10,
   'e2e >= 0.8x featureless': ratios.e2eVsFeatureless >= 0.8,
   'peak RSS <= 0.15x segment': ratios.rssVsSegment <= 0.15,
   'ferry exactly once': Boolean(f?.exactlyOnce),
+  'spool e2e >= 0.5x memory': ratios.spoolVsMemory >= 0.5,
 };
 
 const fmt = (n, d = 0) => (Number.isFinite(n) ? n.toLocaleString('en', { maximumFractionDigits: d, minimumFractionDigits: d }) : '-');
@@ -161,6 +164,7 @@ console.log(`| ferry / segment, end to end | ${fmt(ratios.e2eVsSegment, 1)}x | >
 console.log(`| ferry / featureless, end to end | ${fmt(ratios.e2eVsFeatureless, 2)}x | >= 0.8x ${goals['e2e >= 0.8x featureless'] ? 'met' : 'NOT met'} |`);
 console.log(`| ferry / segment, peak RSS | ${fmt(ratios.rssVsSegment, 3)}x | <= 0.15x ${goals['peak RSS <= 0.15x segment'] ? 'met' : 'NOT met'} |`);
 console.log(`| ferry / segment, enqueue | ${fmt(ratios.enqueueVsSegment, 1)}x | - |`);
+console.log(`| ferry-spool / ferry, end to end | ${fmt(ratios.spoolVsMemory, 2)}x | >= 0.5x ${goals['spool e2e >= 0.5x memory'] ? 'met' : 'NOT met'} |`);
 
 mkdirSync(`${here}results`, { recursive: true });
 const out = {

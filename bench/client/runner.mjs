@@ -1,7 +1,10 @@
 // One benchmark runner in its own process, so its peak RSS is its own.
-// usage: node bench/client/runner.mjs <ferry|segment|featureless> <sinkUrl> <calls>
+// usage: node bench/client/runner.mjs <ferry|ferry-spool|segment|featureless> <sinkUrl> <calls>
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { trackMessage } from './workload.mjs';
 
 const [name, sinkUrl, callsArg] = process.argv.slice(2);
@@ -64,6 +67,22 @@ function featurelessClient(endpoint) {
 }
 
 async function makeClient() {
+  if (name === 'ferry-spool') {
+    // The durable spool with its defaults (fsync every 100 ms) in a fresh directory of the OS's
+    // temporary folder; FERRY_BENCH_SPOOL (JSON) tries other spool settings.
+    const { Analytics } = await import('@ferry/analytics');
+    const dir = mkdtempSync(join(tmpdir(), 'ferry-bench-spool-'));
+    const spool = { dir, ...JSON.parse(process.env.FERRY_BENCH_SPOOL || '{}') };
+    const client = new Analytics('bench-key', { endpoint: sinkUrl, spool });
+    client.on('drop', (e) => console.error(`ferry-spool dropped ${e.messageIds.length}`));
+    return {
+      track: (m) => client.track(m),
+      close: async () => {
+        await client.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  }
   if (name === 'ferry') {
     const { Analytics, createNodeHttpTransport } = await import('@ferry/analytics');
     // FERRY_BENCH_OPTIONS (JSON) tries other settings, and FERRY_BENCH_TRANSPORT=node-http the

@@ -15,6 +15,7 @@ import { checkPlugin, type PluginFailure, runEnrich, runHook, settleWithin } fro
 import { type Callback, MessageQueue, type QueueEntry } from './queue.js';
 import type { Runtime } from './runtime.js';
 import { webRuntime } from './runtime-web.js';
+import type { Spool } from './spool/spool.js';
 import { createFetchTransport } from './transport/fetch-transport.js';
 import type { Transport } from './transport/transport.js';
 
@@ -133,11 +134,13 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
   #stats = { delivered: 0, failed: 0, dropped: 0 };
   #warnedAboutDrops = false;
   readonly #plugins: Plugin[] = [];
+  readonly #spool: Spool | undefined;
 
   /**
    * @param writeKey The source's write key, or an options object that holds it.
    * @param options Settings; see {@link AnalyticsOptions} for every one and its default.
-   * @throws AnalyticsError `invalid_option` for an unknown key or a bad value.
+   * @throws AnalyticsError `invalid_option` for an unknown key or a bad value; with a spool,
+   * `spool_locked` or `spool_io_failed`.
    */
   constructor(writeKey: string | AnalyticsOptions, options: AnalyticsOptions = {}) {
     super();
@@ -169,6 +172,7 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
       requestTimeoutMs: o.requestTimeoutMs,
       compress,
     };
+    if (o.spool) this.#spool = this.#openSpool(o.spool, runtime);
   }
 
   /**
@@ -271,6 +275,8 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
     this.#closing = wait.then(async (result) => {
       if (this.#plugins.length > 0) await this.#runHooks('close', options, startedAt);
       // Idle keep-alive sockets go now; in-flight requests were aborted if the bound ran out.
+      // What is still unconfirmed stays in the spool for the next start.
+      this.#spool?.close();
       if (this.#inFlight.size === 0) this.#transport.close?.();
       else this.#afterInFlight = () => this.#transport.close?.();
       this.#logger.debug('closed', { status: result.status, delivered: result.delivered });
@@ -303,12 +309,14 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
     const built: BuiltMessage = buildMessage(type, input, this.#build);
     this.#makeRoom(built);
     const entry: QueueEntry = {
-      seq: ++this.#seq,
+      seq: this.#seq + 1,
       messageId: built.messageId,
       json: built.json,
       bytes: built.bytes,
       callback,
     };
+    if (this.#spool) entry.spoolSegment = this.#spool.append(built.messageId, built.json, built.bytes);
+    this.#seq++;
     this.#queue.push(entry);
     if (this.#queue.length >= this.#options.flushAt) this.#schedulePump();
     else if (this.#timer === undefined) this.#armTimer();
@@ -318,13 +326,21 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
   #makeRoom(incoming: BuiltMessage): void {
     const { maxQueueMessages, maxQueueBytes, overflow } = this.#options;
     const q = this.#queue;
-    const fits = () => q.length + 1 <= maxQueueMessages && q.bytes + incoming.bytes <= maxQueueBytes;
+    const spool = this.#spool;
+    const spoolMax = this.#options.spool?.maxBytes ?? Infinity;
+    const fits = () =>
+      q.length + 1 <= maxQueueMessages && q.bytes + incoming.bytes <= maxQueueBytes && (!spool || spool.liveBytes + incoming.bytes <= spoolMax);
     if (fits()) return;
-    if (overflow === 'reject' || incoming.bytes > maxQueueBytes) {
+    // Messages in flight stay in the spool until answered: evicting every queued one may not be enough.
+    const cannotFit = incoming.bytes > maxQueueBytes || (spool !== undefined && spool.liveBytes - q.bytes + incoming.bytes > spoolMax);
+    if (overflow === 'reject' || cannotFit) {
       this.#reportDrop('queue_full', [incoming.messageId]);
+      const spoolBound = spool !== undefined && spool.liveBytes + incoming.bytes > spoolMax;
       throw new AnalyticsError(
         'queue_full',
-        `The queue holds ${q.length} messages (${q.bytes} bytes); the bound is ${maxQueueMessages} messages or ${maxQueueBytes} bytes.`,
+        spoolBound
+          ? `The spool holds ${spool.liveBytes} bytes of unconfirmed messages; the bound (spool.maxBytes) is ${spoolMax} bytes.`
+          : `The queue holds ${q.length} messages (${q.bytes} bytes); the bound is ${maxQueueMessages} messages or ${maxQueueBytes} bytes.`,
       );
     }
     const evicted: QueueEntry[] = [];
@@ -334,11 +350,35 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
       evicted.push(oldest);
     }
     const error = new AnalyticsError('queue_overflow');
+    this.#spool?.confirm(evicted);
     for (const e of evicted) this.#settle(e, error);
     this.#reportDrop(
       'queue_overflow',
       evicted.map((e) => e.messageId),
     );
+  }
+
+  // Queues what an earlier process left unconfirmed, to be sent at once.
+  #openSpool(options: NonNullable<ResolvedOptions['spool']>, runtime: Runtime): Spool {
+    if (!runtime.openSpool) throw new AnalyticsError('invalid_option', '`spool` needs a file system, which this runtime (the edge entry) does not have.');
+    const { spool, recovered, damage } = runtime.openSpool(options, this.#clock, this.#logger);
+    for (const m of recovered) {
+      this.#queue.push({ seq: ++this.#seq, messageId: m.messageId, json: m.json, bytes: m.bytes, callback: undefined, spoolSegment: m.segment });
+    }
+    if (recovered.length > 0) {
+      this.#logger.debug('spool: sending again what was not confirmed', { messages: recovered.length });
+      this.#drainUpTo = this.#seq;
+      this.#schedulePump();
+    }
+    if (damage.length > 0) {
+      const skipped = damage.reduce((n, d) => n + d.badRecords, 0);
+      const torn = damage.reduce((n, d) => n + d.tornBytes, 0);
+      const error = new AnalyticsError('spool_damaged', `The spool held ${skipped} corrupt record(s) and ${torn} byte(s) of torn tail; they were skipped.`);
+      this.#logger.error(error.message, { files: damage.length });
+      // After the constructor returns, so a listener attached right after construction hears it.
+      queueMicrotask(() => this.emit('error', { error, messageIds: [] }));
+    }
+    return spool;
   }
 
   readonly #onPluginFailure = (failure: PluginFailure): void => {
@@ -441,6 +481,7 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
       const batch = takeBatch(this.#queue, o);
       if (!batch) break;
       this.#lastFlushAt = this.#clock.now();
+      this.#spool?.beforeSend();
       void this.#send(batch);
     }
     // The newest queued message has seq === this.#seq; a pending drain sends it without a timer.
@@ -474,6 +515,8 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
 
   #settleBatch(batch: Batch, outcome: DeliveryOutcome): void {
     const ids = () => batch.entries.map((e) => e.messageId);
+    // Answered for good either way: not to be sent again after a restart. Unconfirmed ones stay.
+    if (outcome.kind !== 'aborted') this.#spool?.confirm(batch.entries);
     if (outcome.kind === 'delivered') {
       const refused = new Map(outcome.rejected.map((r) => [r.index, r]));
       const refusedIds: string[] = [];

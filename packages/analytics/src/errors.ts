@@ -22,6 +22,8 @@ export const errorCodes = {
   message_too_large: 'The message is over the per-message limit (32 KB) once serialised.',
   queue_full: 'The queue is at its bound and the overflow policy is `reject`.',
   closed: 'The client was closed; it accepts no new calls.',
+  spool_locked: 'Another live process (or client) uses the spool directory; each client needs its own.',
+  spool_io_failed: 'The spool directory could not be created, read or written (thrown; a failed append refuses the call).',
 
   // Delivery outcomes: reported through callbacks, events and flush results, never thrown.
   queue_overflow: 'The message was the oldest in a full queue and was dropped to make room (policy `drop-oldest`).',
@@ -30,6 +32,7 @@ export const errorCodes = {
   retries_exhausted: 'Every attempt failed with a retryable error and no retries are left.',
   dropped_by_plugin: "A plugin's `enrich` returned null: the call was dropped on purpose before it was queued.",
   unconfirmed: 'close() ran out of time or was aborted before the server confirmed the message.',
+  spool_damaged: 'At start the spool held a torn or corrupt record (a crash mid-write); it was skipped, reported through `error`.',
 } as const;
 
 /** A stable error code from {@link errorCodes}. */

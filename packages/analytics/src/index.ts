@@ -41,6 +41,7 @@ export type { ContextFields, Plugin, PluginCall, PluginMessage } from './plugins
 export { removeKeys, type RemoveKeysOptions } from './plugins/remove-keys.js';
 export type { Callback } from './queue.js';
 export { classifyStatus, parseRetryAfter, retryDelayMs, type RetrySettings } from './retry-policy.js';
+export { type FsyncPolicy, type SpoolOptions, spoolDefaults } from './spool/spool-options.js';
 export { createSocketTransport, type SocketTransportOptions } from './transport/http1-socket.js';
 export { createFetchTransport, type FetchTransportOptions } from './transport/fetch-transport.js';
 export { createNodeHttpTransport, type NodeHttpTransportOptions } from './transport/node-http.js';

@@ -1,6 +1,7 @@
 import type { Clock } from './clock.js';
 import { AnalyticsError } from './errors.js';
 import type { Logger } from './logger.js';
+import { type ResolvedSpoolOptions, resolveSpoolOptions, type SpoolOptions } from './spool/spool-options.js';
 import type { Transport } from './transport/transport.js';
 
 /** What to do with a new call when the queue is at its bound. */
@@ -105,6 +106,11 @@ export interface AnalyticsOptions {
   clock?: Clock;
   /** Random numbers in [0, 1) for retry jitter; for tests. */
   random?: () => number;
+  /**
+   * Keep every accepted call in a journal on disk until the server confirms it, and send again
+   * at the next start what was not confirmed. Off by default; see the README's "Durable spool".
+   */
+  spool?: SpoolOptions;
 }
 
 /** Options after defaults, aliases and checks. */
@@ -129,6 +135,7 @@ export interface ResolvedOptions {
   logger: Logger | undefined;
   clock: Clock | undefined;
   random: (() => number) | undefined;
+  spool: ResolvedSpoolOptions | undefined;
 }
 
 const integerOptions = {
@@ -150,7 +157,7 @@ const integerOptions = {
 const maxFlushAt = 2_500;
 
 const aliases = { size: 'flushAt', flushAfter: 'flushAfterMs', host: 'endpoint' } as const;
-const otherKeys = ['writeKey', 'endpoint', 'overflow', 'gzip', 'transport', 'logger', 'clock', 'random'];
+const otherKeys = ['writeKey', 'endpoint', 'overflow', 'gzip', 'transport', 'logger', 'clock', 'random', 'spool'];
 const knownKeys = new Set<string>([...Object.keys(integerOptions), ...Object.keys(aliases), ...otherKeys]);
 
 function fail(message: string): never {
@@ -219,5 +226,6 @@ export function resolveOptions(input: AnalyticsOptions): ResolvedOptions {
     logger: raw['logger'] as Logger | undefined,
     clock: raw['clock'] as Clock | undefined,
     random: raw['random'] as (() => number) | undefined,
+    spool: raw['spool'] === undefined ? undefined : resolveSpoolOptions(raw['spool']),
   };
 }

@@ -8,6 +8,8 @@ export type Callback = (error: AnalyticsError | undefined, messageId: string) =>
 export interface QueueEntry extends BuiltMessage {
   seq: number;
   callback: Callback | undefined;
+  /** Spool segment holding the message, when the client has a spool. */
+  spoolSegment?: number;
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { Spool } from './spool/spool.js';
 import type { Transport } from './transport/transport.js';
 
 /**
@@ -10,4 +11,6 @@ export interface Runtime {
   createTransport(): Transport;
   /** Gzips a request body; undefined where the runtime cannot, and bodies go uncompressed. */
   gzip: ((body: string) => Promise<Uint8Array>) | undefined;
+  /** Opens the durable spool (a file journal); absent where there is no file system, and the `spool` option is refused. */
+  openSpool?: typeof Spool.open;
 }

@@ -103,7 +103,7 @@ describe('edge entry', () => {
   });
 
   it("exports every name of the Node entry but the Node transports, and its Analytics is the Node one's base", () => {
-    const nodeOnly = ['createNodeHttpTransport', 'createSocketTransport'];
+    const nodeOnly = ['createNodeHttpTransport', 'createSocketTransport', 'spoolDefaults'];
     assert.deepEqual(
       Object.keys(edgeEntry).sort(),
       Object.keys(nodeEntry)
@@ -111,5 +111,12 @@ describe('edge entry', () => {
         .sort(),
     );
     assert.ok(new nodeEntry.Analytics('wk') instanceof edgeEntry.Analytics);
+  });
+
+  it('refuses a spool, which needs a file system, with invalid_option', () => {
+    assert.throws(
+      () => new edgeEntry.Analytics('wk', { spool: { dir: 'unused-spool-dir' } }),
+      (e: unknown) => e instanceof edgeEntry.AnalyticsError && e.code === 'invalid_option' && /file system/.test(e.message),
+    );
   });
 });
