@@ -31,6 +31,7 @@ if (client) {
   lines.push('| runner | enqueue calls/s | end-to-end events/s | peak RSS | largest batch | exactly once at the sink |', '|---|---:|---:|---:|---:|---|');
   for (const [name, label] of [
     ['ferry', '`@ferry/analytics`'],
+    ['ferry-spool', '`@ferry/analytics` with a durable spool (fsync every 100 ms)'],
     ['segment', '`@segment/analytics-node` (peer)'],
     ['featureless', 'featureless batches of 20 (ceiling)'],
   ]) {
@@ -45,6 +46,8 @@ if (client) {
   lines.push(`| end to end vs the peer | ${x(r.e2eVsSegment)} | at least 10x | ${met(client.goals['e2e >= 10x segment'])} |`);
   lines.push(`| end to end vs the ceiling | ${x(r.e2eVsFeatureless)} | at least 0.8x | ${met(client.goals['e2e >= 0.8x featureless'])} |`);
   lines.push(`| peak RSS vs the peer | ${x(r.rssVsSegment)} | at most 0.15x | ${met(client.goals['peak RSS <= 0.15x segment'])} |`);
+  if (r.spoolVsMemory !== undefined)
+    lines.push(`| end to end, spool vs memory queue | ${x(r.spoolVsMemory)} | at least 0.5x | ${met(client.goals['spool e2e >= 0.5x memory'])} |`);
   lines.push('');
   const notesFrom = lines.length;
   // The runners take turns within a round, so one round's ratios compare the same minutes of a shared machine.

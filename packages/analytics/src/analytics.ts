@@ -250,30 +250,39 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
    * ends the wait. Never rejects; the client stays open.
    */
   flush(options: FlushOptions = {}): Promise<FlushResult> {
-    this.#drainUpTo = this.#seq;
-    this.#pump();
-    const wait = this.#wait(options, false);
-    if (this.#plugins.length === 0) return wait;
-    const hooks = this.#runHooks('flush', options, this.#clock.now());
-    return Promise.all([wait, hooks]).then(([result]) => result);
+    if (this.#plugins.length === 0) return this.#flushNow(options);
+    // The plugins' flush hooks go first, so what a plugin sends from its hook is part of this flush.
+    const startedAt = this.#clock.now();
+    return this.#runHooks('flush', options, startedAt).then(() => this.#flushNow(this.#remaining(options, startedAt)));
   }
 
   /**
    * Refuses new calls, stops the timer, sends everything queued and resolves when it is all
    * settled. With a timeout or signal, what is still unconfirmed when the bound is reached is
    * given up: listed in the result, reported through the `drop` event and callbacks with code
-   * `unconfirmed`. Calling it again returns the same promise.
+   * `unconfirmed`. Calling it again returns the same promise. Plugins' `close` hooks run
+   * first, while calls are still accepted, so a plugin can send what it holds.
    */
   close(options: FlushOptions = {}): Promise<FlushResult> {
     if (this.#closing) return this.#closing;
+    if (this.#plugins.length === 0) return (this.#closing = this.#closeNow(options));
+    const startedAt = this.#clock.now();
+    this.#closing = this.#runHooks('close', options, startedAt).then(() => this.#closeNow(this.#remaining(options, startedAt)));
+    return this.#closing;
+  }
+
+  #flushNow(options: FlushOptions): Promise<FlushResult> {
+    this.#drainUpTo = this.#seq;
+    this.#pump();
+    return this.#wait(options, false);
+  }
+
+  #closeNow(options: FlushOptions): Promise<FlushResult> {
     this.#closed = true;
     this.#clearTimer();
     this.#drainUpTo = this.#seq;
     this.#pump();
-    const wait = this.#wait(options, true);
-    const startedAt = this.#clock.now();
-    this.#closing = wait.then(async (result) => {
-      if (this.#plugins.length > 0) await this.#runHooks('close', options, startedAt);
+    return this.#wait(options, true).then((result) => {
       // Idle keep-alive sockets go now; in-flight requests were aborted if the bound ran out.
       // What is still unconfirmed stays in the spool for the next start.
       this.#spool?.close();
@@ -282,7 +291,13 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
       this.#logger.debug('closed', { status: result.status, delivered: result.delivered });
       return result;
     });
-    return this.#closing;
+  }
+
+  // The caller's time bound less what the plugins' hooks used of it: one bound for the whole call.
+  #remaining(options: FlushOptions, startedAt: number): FlushOptions {
+    const timeoutMs = options.timeoutMs ?? options.timeout;
+    if (timeoutMs === undefined) return options;
+    return { signal: options.signal, timeoutMs: Math.max(0, startedAt + timeoutMs - this.#clock.now()) };
   }
 
   /** Segment's name for {@link Analytics.close}, so a switch from `@segment/analytics-node` needs no rename. */
@@ -381,8 +396,20 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
     return spool;
   }
 
+  // Reporting a plugin's failure must not fail in turn: a thrown value may not turn into text,
+  // and a user's logger may throw.
   readonly #onPluginFailure = (failure: PluginFailure): void => {
-    this.#logger.error(`plugin '${failure.plugin}' threw in ${failure.hook}`, { error: String(failure.error) });
+    let text: string;
+    try {
+      text = String(failure.error);
+    } catch {
+      text = 'a value that cannot be shown as text';
+    }
+    try {
+      this.#logger.error(`plugin '${failure.plugin}' threw in ${failure.hook}`, { error: text });
+    } catch {
+      // The pluginError event below still reports it.
+    }
     this.emit('pluginError', failure);
   };
 
@@ -602,6 +629,8 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
       };
       if (waiter.remaining === 0) return waiter.finish('complete');
       if (options.signal?.aborted) return waiter.finish('aborted');
+      // No time left (say, plugin hooks used all of it): no timer, which a clock might only fire later.
+      if (timeoutMs === 0) return waiter.finish('timeout');
       this.#waiters.add(waiter);
       options.signal?.addEventListener('abort', onAbort, { once: true });
       if (timeoutMs !== undefined) timer = this.#clock.setTimeout(() => waiter.finish('timeout'), timeoutMs);

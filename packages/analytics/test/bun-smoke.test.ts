@@ -46,13 +46,17 @@ function runBun(file: string, env: Record<string, string>): Promise<{ code: numb
 function script(entry: string, options: string): string {
   return `
 import { Analytics } from ${JSON.stringify(join(sourceDir, entry))};
+// Counts the requests that go through the standard fetch, to tell which transport sent them.
+let fetches = 0;
+const realFetch = globalThis.fetch;
+globalThis.fetch = (...args) => (fetches++, realFetch(...args));
 const count = Number(process.env.COUNT);
 const client = new Analytics('wk', { endpoint: process.env.SINK, flushAt: 20, ${options} });
 const ids = [];
 for (let i = 0; i < count; i++) ids.push(client.track({ userId: 'u' + (i % 7), event: 'Bun ' + i, properties: { i } }));
 const flushed = await client.flush();
 await client.close();
-console.log(JSON.stringify({ runtime: typeof Bun === 'undefined' ? 'other' : 'bun ' + Bun.version, ids, flushed }));
+console.log(JSON.stringify({ runtime: typeof Bun === 'undefined' ? 'other' : 'bun ' + Bun.version, ids, flushed, fetches }));
 `;
 }
 
@@ -69,9 +73,9 @@ describe('the client under Bun', () => {
   });
 
   const cases = [
-    { name: 'the default entry, gzip on', entry: 'index.ts', options: 'gzip: true' },
-    { name: 'the default entry with the fetch transport', entry: 'index.ts', options: "transport: 'fetch', gzip: true" },
-    { name: 'the edge entry (fetch, CompressionStream)', entry: 'edge.ts', options: 'gzip: true' },
+    { name: 'the default entry, gzip on', entry: 'index.ts', options: 'gzip: true', viaFetch: false },
+    { name: 'the default entry with the fetch transport', entry: 'index.ts', options: "transport: 'fetch', gzip: true", viaFetch: true },
+    { name: 'the edge entry (fetch, CompressionStream)', entry: 'edge.ts', options: 'gzip: true', viaFetch: true },
   ];
   for (const c of cases) {
     it(`delivers every call exactly once through ${c.name}`, async () => {
@@ -81,7 +85,7 @@ describe('the client under Bun', () => {
       const firstRequest = sink.requests.length;
       const run = await runBun(file, { SINK: sink.url, COUNT: '250' });
       assert.equal(run.code, 0, run.stderr);
-      const out = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as { runtime: string; ids: string[] };
+      const out = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as { runtime: string; ids: string[]; fetches: number };
       assert.match(out.runtime, /^bun \d/);
       assert.equal(out.ids.length, 250);
       const seen = countIds(sink.accepted.slice(firstAccepted));
@@ -90,6 +94,7 @@ describe('the client under Bun', () => {
       const requests = sink.requests.slice(firstRequest);
       assert.ok(requests.length >= 13);
       assert.ok(requests.every((r) => r.headers['content-encoding'] === 'gzip'));
+      assert.equal(out.fetches, c.viaFetch ? requests.length : 0, 'requests sent through fetch');
     });
   }
 });

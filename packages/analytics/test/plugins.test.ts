@@ -124,18 +124,100 @@ describe('plugins', () => {
     const never = new Promise<void>(() => {});
     client.register({ name: 'stuck', flush: () => never, close: () => never });
     client.track({ userId: 'u', event: 'E' });
+    // The hooks run first and use up the whole bound: the flush gives up waiting at 500 ms,
+    // and the message, still queued, is sent all the same.
     const delivered = new Promise((resolve) => client.once('flush', resolve));
     const flushed = client.flush({ timeoutMs: 500 });
-    await within(delivered, 'the delivery');
     await clock.advanceThrough(500);
-    assert.equal((await within(flushed, 'flush')).delivered, 1);
+    const result = await within(flushed, 'flush');
+    assert.equal(result.status, 'timeout');
+    assert.equal(result.unconfirmed.length, 1);
+    await within(delivered, 'the delivery');
+    assert.equal(sink.accepted.length, 1);
     const closed = client.close({ timeoutMs: 800 });
     await clock.advanceThrough(800);
-    assert.equal((await within(closed, 'close')).status, 'complete');
+    assert.notEqual((await within(closed, 'close')).status, 'aborted');
     assert.deepEqual(lines, [
       'warn plugin flush hooks did not settle within the bound; not waiting for them',
       'warn plugin close hooks did not settle within the bound; not waiting for them',
     ]);
+  });
+
+  it('sends with a flush or close what a plugin sends from its flush or close hook, running hooks in registration order', async () => {
+    const order: string[] = [];
+    let counted = 0;
+    const summary: Plugin = {
+      name: 'summary',
+      enrich: (m) => {
+        if (m['event'] !== 'Summary') counted++;
+        return m;
+      },
+      flush: async () => {
+        order.push('summary flush');
+        await Promise.resolve();
+        client.track({ userId: 'u', event: 'Summary', properties: { counted } });
+      },
+      close: () => {
+        order.push('summary close');
+        client.track({ userId: 'u', event: 'Summary', properties: { counted, closing: true } });
+      },
+    };
+    client.register(summary);
+    client.register({ name: 'second', flush: () => void order.push('second flush'), close: () => void order.push('second close') });
+    client.track({ userId: 'u', event: 'A' });
+    client.track({ userId: 'u', event: 'B' });
+    const flushed = await within(client.flush(), 'flush');
+    assert.equal(flushed.status, 'complete');
+    assert.equal(flushed.delivered, 3);
+    assert.equal(client.stats.queued, 0);
+    const closed = await within(client.close(), 'close');
+    assert.equal(closed.delivered, 1);
+    assert.deepEqual(order, ['summary flush', 'second flush', 'summary close', 'second close']);
+    assert.deepEqual(
+      sink.accepted.filter((m) => m['event'] === 'Summary').map((m) => m['properties']),
+      [{ counted: 2 }, { counted: 2, closing: true }],
+    );
+    assert.throws(
+      () => client.track({ userId: 'u', event: 'Late' }),
+      (e: unknown) => e instanceof AnalyticsError && e.code === 'closed',
+    );
+  });
+
+  it('survives a plugin that throws a value with no text form, and a logger that throws', async () => {
+    client = new Analytics('wk', {
+      endpoint: sink.url,
+      clock: new ManualClock(),
+      logger: {
+        debug: () => {},
+        warn: () => {},
+        error: () => {
+          throw new Error('logger down');
+        },
+      },
+    });
+    const errors: PluginErrorEvent[] = [];
+    client.on('pluginError', (e) => errors.push(e));
+    const unprintable: unknown = Object.create(null);
+    client.register({
+      name: 'odd',
+      enrich: () => {
+        throw unprintable;
+      },
+      flush: () => {
+        throw unprintable;
+      },
+    });
+    const id = client.track({ userId: 'u', event: 'Kept' });
+    const result = await within(client.flush(), 'flush');
+    assert.equal(result.delivered, 1);
+    assert.equal(sink.accepted[0]!['messageId'], id);
+    assert.deepEqual(
+      errors.map((e) => [e.plugin, e.hook, e.error === unprintable]),
+      [
+        ['odd', 'enrich', true],
+        ['odd', 'flush', true],
+      ],
+    );
   });
 
   it('refuses what is not a plugin with invalid_plugin, and register after close with closed', async () => {
@@ -182,8 +264,10 @@ describe('ready plugins', () => {
   it('removeKeys takes listed keys out of properties, traits and context.traits before anything is sent, without touching the caller objects', async () => {
     client.register(removeKeys({ properties: ['card'], traits: ['email'] }));
     const properties = { card: '4111', plan: 'pro' };
-    client.track({ userId: 'u', event: 'Paid', properties, context: { traits: { email: 'a@b.c', name: 'A' } } });
-    client.identify({ userId: 'u', traits: { email: 'a@b.c', name: 'A' } });
+    const context = { traits: { email: 'a@b.c', name: 'A' } };
+    const traits = { email: 'a@b.c', name: 'A' };
+    client.track({ userId: 'u', event: 'Paid', properties, context });
+    client.identify({ userId: 'u', traits });
     client.page({ userId: 'u', name: 'Home', traits: { card: '4111', path: '/' } } as never);
     await client.flush();
     const [track, identify, page] = sink.accepted;
@@ -193,6 +277,8 @@ describe('ready plugins', () => {
     assert.deepEqual(page!['properties'], { path: '/' });
     assert.ok(!sink.requests.some((r) => r.text.includes('4111') || r.text.includes('a@b.c')));
     assert.deepEqual(properties, { card: '4111', plan: 'pro' });
+    assert.deepEqual(context, { traits: { email: 'a@b.c', name: 'A' } });
+    assert.deepEqual(traits, { email: 'a@b.c', name: 'A' });
   });
 
   it('addContext adds fixed context fields; a field the call sets wins, and context.library stays', async () => {

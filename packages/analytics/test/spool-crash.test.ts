@@ -12,6 +12,9 @@ import { countIds, SinkServer } from './support/sink-server.js';
 const packageDir = fileURLToPath(new URL('..', import.meta.url));
 const writer = fileURLToPath(new URL('./support/spool-writer.ts', import.meta.url));
 const kills = 5;
+// A child compiles the client's sources through tsx before its first line: on a busy two-core
+// machine that alone has taken several seconds, so a child gets longer than a plain wait.
+const childWaitMs = 30_000;
 
 /** A spool-writer child with its output split into lines as they come. */
 function startWriter(endpoint: string, dir: string, calls: number) {
@@ -40,6 +43,7 @@ function startWriter(endpoint: string, dir: string, calls: number) {
         check();
       }),
       `${n} lines from the writer (have ${lines.length}; stderr: ${stderr})`,
+      childWaitMs,
     );
   return { child, lines, exited, untilLines, stderr: () => stderr };
 }
@@ -74,7 +78,7 @@ describe('durable spool under SIGKILL', () => {
       t.diagnostic(`round ${round + 1}: ${w.lines[0]}, killed after ${ids.length} returned calls`);
     }
     const last = startWriter(sink.url, dir, 0);
-    assert.equal(await within(last.exited, 'the last writer to close'), 0, last.stderr());
+    assert.equal(await within(last.exited, 'the last writer to close', childWaitMs), 0, last.stderr());
     assert.match(last.lines.at(-1) ?? '', /^closed complete \d+$/);
 
     const seen = countIds(sink.accepted);

@@ -37,9 +37,9 @@ export interface Plugin {
    * Runs synchronously inside the call.
    */
   enrich?(message: PluginMessage, call: PluginCall): PluginMessage | null;
-  /** Runs on every `flush()`; the flush resolves once this settles. */
+  /** Runs at the start of every `flush()`, before the queue is sent: calls made here go with that flush. */
   flush?(): void | Promise<void>;
-  /** Runs once, on `close()`, after the queue is settled. */
+  /** Runs once, at the start of `close()`, while calls are still accepted: what it sends goes before the client closes. */
   close?(): void | Promise<void>;
 }
 

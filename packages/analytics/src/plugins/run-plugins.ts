@@ -41,18 +41,23 @@ export function runEnrich(plugins: readonly Plugin[], message: PluginMessage, ca
   return { kind: 'keep', message: current };
 }
 
-/** Runs one hook of every plugin at once; failures are reported, never thrown. */
+/**
+ * Runs one hook of every plugin, one after another in registration order; failures are
+ * reported, never thrown (a failing report included).
+ */
 export async function runHook(plugins: readonly Plugin[], hook: 'flush' | 'close', onFailure: (f: PluginFailure) => void): Promise<void> {
-  await Promise.all(
-    plugins.map(async (plugin) => {
-      if (!plugin[hook]) return;
+  for (const plugin of plugins) {
+    if (!plugin[hook]) continue;
+    try {
+      await plugin[hook]();
+    } catch (error) {
       try {
-        await plugin[hook]();
-      } catch (error) {
         onFailure({ plugin: plugin.name, hook, error });
+      } catch {
+        // Nothing more can be done for it; the other plugins' hooks still run.
       }
-    }),
-  );
+    }
+  }
 }
 
 /** Throws `invalid_plugin` unless `plugin` has a name and only function hooks. */
@@ -83,7 +88,8 @@ export interface HookBound {
  */
 export function settleWithin(hooks: Promise<void>, bound: HookBound): Promise<boolean> {
   const { remainingMs, signal } = bound;
-  if (remainingMs === undefined && signal === undefined) return hooks.then(() => true);
+  const ok = () => true;
+  if (remainingMs === undefined && signal === undefined) return hooks.then(ok, ok);
   return new Promise((resolve) => {
     let cancelTimer = () => {};
     const finish = (settled: boolean) => {
@@ -95,6 +101,9 @@ export function settleWithin(hooks: Promise<void>, bound: HookBound): Promise<bo
     if (signal?.aborted || (remainingMs !== undefined && remainingMs <= 0)) return finish(false);
     signal?.addEventListener('abort', onAbort, { once: true });
     if (remainingMs !== undefined) cancelTimer = bound.after(() => finish(false), remainingMs);
-    void hooks.then(() => finish(true));
+    void hooks.then(
+      () => finish(true),
+      () => finish(true),
+    );
   });
 }
