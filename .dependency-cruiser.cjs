@@ -16,7 +16,7 @@ const layers = [
   ['config/schema.ts', 'config/filter-schema.ts', 'config/redact.ts', 'config/yaml-errors.ts', 'config/load.ts', 'routing', 'control'],
   ['delivery'],
   ['events'],
-  ['ingest', 'audiences', 'regulations', 'replay'],
+  ['ingest', 'audiences', 'regulations', 'replay', 'retention'],
   ['admin', 'lifecycle', 'http', 'metrics'],
   ['app.ts'],
   ['cli', 'index.ts'],
