@@ -236,8 +236,17 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     onHeld: (destinationId, untilMs) => events.emit('delivery:rate-limited', { destinationId, untilMs }),
   });
   const guards = [rateLimits, ...(options.sendGuards ?? [])];
+  const pruner = new RetentionPruner({ store, clock, logger, intervalMs: options.pruneIntervalMs });
   const metrics =
-    options.metrics === false ? undefined : new FerryMetrics({ events, backlog: store, destinationIds: () => catalog.destinations().map((d) => d.id), clock });
+    options.metrics === false
+      ? undefined
+      : new FerryMetrics({
+          events,
+          backlog: store,
+          destinationIds: () => catalog.destinations().map((d) => d.id),
+          clock,
+          storeSize: { retention: store.retention, pruner },
+        });
   const worker = new DeliveryWorker({
     store,
     catalog,
@@ -256,7 +265,6 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   const regulations = new RegulationRunner({ store, catalog, clock, logger, onQueued: wake, events });
   const replaySettings: ReplaySettings = { ...defaultReplaySettings, ...options.replay };
   const replayJobs = new ReplayJobRunner({ store, catalog, clock, logger, settings: replaySettings, onQueued: wake });
-  const pruner = new RetentionPruner({ store, clock, logger, intervalMs: options.pruneIntervalMs });
   const audiences = new AudienceSync({ audiences: store.audiences, catalog, clock, logger, settings: config.audiences, onQueued: wake, events });
 
   const app = createHttpServer({ limits, trustProxy: options.trustProxy ?? false, logger });
