@@ -40,8 +40,9 @@ export interface RetentionStore {
   pruneBatch(request: PruneBatchRequest): Promise<PruneBatchResult>;
   /**
    * Gives space freed by deletions back: SQLite frees up to `maxPages` pages of the file
-   * (incremental vacuum) and answers how many free pages are left; PostgreSQL vacuums a table
-   * pruned a lot when autovacuum is off, and answers 0.
+   * (incremental vacuum) when free pages are a large share of it, and answers how many are
+   * left worth freeing (0: done); PostgreSQL vacuums a table pruned a lot when autovacuum is
+   * off, and answers 0.
    */
   reclaimSpace(maxPages: number): Promise<number>;
   /** Bytes the store takes: SQLite's file, PostgreSQL's tables of its schema with their indexes. */

@@ -4,6 +4,11 @@ import type { CoalescedTask } from '../coalesced-task.js';
 import type { PruneBatchRequest, PruneBatchResult, RetentionStore, StoreRowEstimates } from '../retention-store.js';
 import { beforeCutoff, retentionTables } from '../retention-tables.js';
 
+/** Free pages below which nothing is given back: 4 MB of 4 KB pages. */
+const minReclaimPages = 1024;
+/** The share of the file that free pages must reach before they are given back. */
+const reclaimShare = 0.1;
+
 interface KindStatements {
   scan: Database.Statement;
   remove: Database.Statement;
@@ -19,6 +24,8 @@ export class SqliteRetention implements RetentionStore {
   private readonly statements: Record<RetentionKind, KindStatements>;
   private readonly removeAttempts: Database.Statement;
   private readonly batch: (request: PruneBatchRequest) => PruneBatchResult;
+  /** A reclaim under way: free pages reached the threshold and are being given back. */
+  private reclaiming = false;
 
   constructor(
     private readonly db: Database.Database,
@@ -57,10 +64,23 @@ export class SqliteRetention implements RetentionStore {
 
   async reclaimSpace(maxPages: number): Promise<number> {
     if ((this.db.pragma('auto_vacuum', { simple: true }) as number) !== 2) return 0;
+    // Under steady traffic the rows arriving fill the pages a prune freed: giving those back
+    // only to grow the file again is work for nothing. What is worth giving back is a large
+    // share of the file (a first prune, a shorter retention, less traffic).
+    // Once started, it goes on to the last free page, so the file ends as small as it can.
+    if (!this.reclaiming) {
+      const free = this.db.pragma('freelist_count', { simple: true }) as number;
+      const pages = this.db.pragma('page_count', { simple: true }) as number;
+      if (free < Math.max(minReclaimPages, pages * reclaimShare)) return 0;
+      this.reclaiming = true;
+    }
     this.db.pragma(`incremental_vacuum(${Math.max(1, Math.floor(maxPages))})`);
     const left = this.db.pragma('freelist_count', { simple: true }) as number;
-    // The file shrinks at the checkpoint; until then the freed pages are only marked in the WAL.
-    if (left === 0) this.walTruncation.request().catch(() => {});
+    if (left === 0) {
+      this.reclaiming = false;
+      // The file shrinks at the checkpoint; until then the freed pages are only marked in the WAL.
+      this.walTruncation.request().catch(() => {});
+    }
     return left;
   }
 
