@@ -14,12 +14,16 @@ import { ManualClock } from '../../src/util/clock.js';
 import { capturedLogger } from '../helpers/captured-logger.js';
 import { cleanups } from '../helpers/cleanups.js';
 import { freshSchema, stopPostgres } from '../helpers/postgres.js';
+import { inSqliteFile } from '../helpers/sqlite.js';
 
 after(() => stopPostgres());
 
 const t0 = Date.parse('2026-01-01T00:00:00.000Z');
 
-const backends: { name: string; open: (onCleanup: (fn: () => Promise<void>) => void) => Promise<{ store: Store; path?: string }> }[] = [
+/** Runs a query on a connection of the test's own (not the store's). */
+type Query = (sql: string) => Promise<Record<string, unknown>[]>;
+
+const backends: { name: string; open: (onCleanup: (fn: () => Promise<void>) => void) => Promise<{ store: Store; path?: string; query: Query }> }[] = [
   {
     name: 'sqlite',
     open: async (onCleanup) => {
@@ -30,7 +34,7 @@ const backends: { name: string; open: (onCleanup: (fn: () => Promise<void>) => v
         await store.close().catch(() => {});
         rmSync(dir, { recursive: true, force: true });
       });
-      return { store, path };
+      return { store, path, query: async (sql) => inSqliteFile(path, (db) => db.prepare(sql).all() as Record<string, unknown>[]) };
     },
   },
   {
@@ -39,7 +43,16 @@ const backends: { name: string; open: (onCleanup: (fn: () => Promise<void>) => v
       const { url, schema } = await freshSchema(onCleanup);
       const store = await PgStore.open({ connectionString: url, schema, poolSize: 2 });
       onCleanup(() => store.close());
-      return { store };
+      const query: Query = async (sql) => {
+        const client = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
+        await client.connect();
+        try {
+          return (await client.query(sql)).rows as Record<string, unknown>[];
+        } finally {
+          await client.end();
+        }
+      };
+      return { store, query };
     },
   },
 ];
@@ -140,7 +153,7 @@ async function fill(store: Store): Promise<{ succeeded: number; dead: number; re
 for (const backend of backends) {
   describe(`retention on ${backend.name}`, () => {
     test('defaults: delivered after 30 days, events and dead letters after 90, rejections after 30, audit kept', async (t) => {
-      const { store } = await backend.open(cleanups(t));
+      const { store, query } = await backend.open(cleanups(t));
       assert.deepEqual(await loadRetention(store), defaultRetention);
       const ids = await fill(store);
       const clock = new ManualClock(t0 + 60 * DAY_MS);
@@ -171,6 +184,16 @@ for (const backend of backends) {
       const remaining = await store.listDeliveries({ limit: 10 });
       assert.deepEqual(remaining.map((d) => d.messageId).sort(), ['e3', 'e4', 'young']);
       assert.equal((await store.audit.list({ limit: 10 })).length, 2);
+      // The attempts of the deliveries pruned went with them; the retrying one's stay.
+      const orphans = await query(`SELECT count(*) AS n FROM attempts WHERE delivery_id NOT IN (SELECT id FROM deliveries)`);
+      assert.deepEqual(
+        orphans.map((r) => Number(r['n'])),
+        [0],
+      );
+      assert.deepEqual(
+        (await query(`SELECT message_id FROM events ORDER BY id`)).map((r) => r['message_id']),
+        ['e3', 'e4', 'young'],
+      );
       assert.equal(p.deletedTotal.delivered, 1);
       assert.equal(p.lastRun?.atMs, t0 + 100 * DAY_MS);
     });
