@@ -10,13 +10,13 @@ const layers = [
   ['errors'],
   // The configuration's types, defaults and shared rules; its validation, which asks the
   // destination registry for each type's settings schema, sits above destinations.
-  ['config/model.ts', 'config/defaults.ts', 'config/schema-rules.ts', 'config/delivery-policy-schema.ts'],
+  ['config/model.ts', 'config/defaults.ts', 'config/schema-rules.ts', 'config/delivery-policy-schema.ts', 'config/retention-schema.ts'],
   ['store'],
   ['destinations'],
   ['config/schema.ts', 'config/filter-schema.ts', 'config/redact.ts', 'config/yaml-errors.ts', 'config/load.ts', 'routing', 'control'],
   ['delivery'],
   ['events'],
-  ['ingest', 'audiences', 'regulations', 'replay'],
+  ['ingest', 'audiences', 'regulations', 'replay', 'retention'],
   ['admin', 'lifecycle', 'http', 'metrics'],
   ['app.ts'],
   ['cli', 'index.ts'],

@@ -89,8 +89,8 @@ function serverSection(summary, dir, label, notes) {
   const isolationEvents = r.isolation?.events ?? summary.sizes?.isolationEvents ?? settings('isolation').events ?? 50_000;
   const reduced = (events, sqliteDefault) => (events < sqliteDefault ? `, reduced from ${n(sqliteDefault)} to keep the run short` : '');
   // A partial rerun (--only) dates the summary; each benchmark's own file says when it ran.
-  const days = ['ingest', 'delivery', 'signing', 'end-to-end', 'isolation', 'backlog-memory', 'metrics', 'outage']
-    .filter((name) => r[name] || name === 'backlog-memory' || name === 'metrics' || name === 'outage')
+  const days = ['ingest', 'delivery', 'signing', 'end-to-end', 'isolation', 'backlog-memory', 'metrics', 'outage', 'retention']
+    .filter((name) => r[name] || name === 'backlog-memory' || name === 'metrics' || name === 'outage' || name === 'retention')
     .map((name) => read(`${dir}/${name}.json`)?.at?.slice(0, 10))
     .filter((day) => day !== undefined)
     .sort();
@@ -137,6 +137,13 @@ function serverSection(summary, dir, label, notes) {
       `| \`GET /metrics\` with ${n(m.pending)} pending deliveries, ms | ${n(m.scrapeMedianMs, 1)} (median; max ${n(m.scrapeMaxMs, 1)}) | | | under 100 ms | ${met(m.scrapeMedianMs < 100)} |`,
     );
   }
+  const ret = r.retention ?? read(`${dir}/retention.json`)?.summary;
+  const retOpts = read(`${dir}/retention.json`)?.opts;
+  if (ret)
+    lines.push(
+      `| retention: ${retOpts ? `${n(retOpts.seconds)} s at ${n(retOpts.rate)} events/s kept ${n(retOpts.retentionS)} s` : 'steady load kept minutes'}, store size after the first window | ${n(ret.laterMaxBytes / 1e6, 1)} MB at most | ${n(ret.firstWindowBytes / 1e6, 1)} MB in the first window | ${x(ret.growth)} | flat (at most 1.25x) | ${met(ret.growth <= 1.25)} |`,
+      `| ingestion with pruning running, events/s | ${n(ret.ingestWithPerSec)} | without ${n(ret.ingestWithoutPerSec)} | ${x(ret.ingestRatio)} (median of alternating pairs) | at least 0.9x | ${met(ret.ingestRatio >= 0.9)} |`,
+    );
   lines.push('');
   if (m)
     lines.push(

@@ -15,6 +15,7 @@
  *   npx tsx bench/server/run-all.ts --only metrics   # metrics on beside off, and /metrics with 1,000,000 pending
  *   npx tsx bench/server/run-all.ts --only signing# Standard Webhooks on beside off
  *   npx tsx bench/server/run-all.ts --only outage     # a receiver down under load, circuit breaker on beside off
+ *   npx tsx bench/server/run-all.ts --only retention  # five minutes of steady load kept one minute: disk flat, ingestion with pruning beside without (also in --full)
  *   npx tsx bench/server/run-all.ts --store postgres   # the same set against PostgreSQL
  */
 import { spawnSync } from 'node:child_process';
@@ -27,6 +28,7 @@ import { runIngest } from './ingest.js';
 import { runIsolation } from './isolation.js';
 import { runMetrics } from './metrics.js';
 import { runOutage } from './outage.js';
+import { runRetention } from './retention.js';
 import { runSigning } from './signing.js';
 import { boolFlag, ensureStore, flag, log, printTable, releaseStore, repoRoot, resultsDir, storeKind, writeResults } from './lib/common.js';
 
@@ -68,6 +70,13 @@ if (want('isolation'))
 if (want('metrics'))
   results['metrics'] = await runMetrics({ runs: quick ? 1 : 6, seconds: quick ? 2 : 5, events: quick ? 5_000 : 60_000, pending: quick ? 100_000 : 1_000_000 });
 if (want('outage') && storeKind === 'sqlite') results['outage'] = await runOutage({ scale: 20, rate: 1000, beforeS: 3, afterS: 3, drainTimeoutS: 300 });
+// Minutes of steady load: run when asked for by name, or with --full.
+if (only?.includes('retention') || (full && !only))
+  results['retention'] = await runRetention(
+    quick
+      ? { seconds: 40, rate: 300, retentionS: 10, pruneMs: 2000, runs: 1, rateSeconds: 6 }
+      : { seconds: 300, rate: 500, retentionS: 60, pruneMs: 5000, runs: 4, rateSeconds: 15 },
+  );
 if (want('backlog-memory')) results['backlog-memory'] = await runBacklogMemory({ events: sizes.backlogEvents, drainTimeoutS: full ? 1800 : 900 });
 
 const r = results;
@@ -121,6 +130,13 @@ if (r['metrics'])
     `on/off: ingestion ${r['metrics'].ingestRatio} x, delivery ${r['metrics'].deliveryRatio} x; /metrics ${r['metrics'].scrapeMedianMs} ms with ${r['metrics'].pending} pending`,
     '>= 0.97 x; < 100 ms',
     r['metrics'].goalMet ? 'met' : 'NOT met',
+  ]);
+if (r['retention'])
+  rows.push([
+    '8 retention',
+    `store ${(r['retention'].laterMaxBytes / 1e6).toFixed(1)} MB at most after the first window of ${(r['retention'].firstWindowBytes / 1e6).toFixed(1)} MB (${r['retention'].growth} x); ingestion with pruning ${r['retention'].ingestRatio} x without`,
+    'flat (<= 1.25 x); >= 0.9 x',
+    r['retention'].goalMet ? 'met' : 'NOT met',
   ]);
 printTable(`Server benchmarks, ${storeKind} store (${((Date.now() - started) / 60000).toFixed(1)} min)`, ['benchmark', 'result', 'goal', 'status'], rows);
 // A partial run (--only) updates its benchmarks in the summary and keeps the others' last results.

@@ -455,6 +455,8 @@ export async function startFerry(opts: {
   nodeArgs?: string[];
   /** Set: the bench launcher runs the server (delivering or not) with metrics on or off, for a side-by-side. */
   metrics?: boolean;
+  /** With `metrics` set: the retention pruner's interval (default one minute). */
+  pruneIntervalMs?: number;
 }): Promise<FerryServer> {
   const nodeArgs = [...(opts.nodeArgs ?? [])];
   const prof = process.env['BENCH_CPU_PROF'];
@@ -463,7 +465,15 @@ export async function startFerry(opts: {
   const launched = ['--import', 'tsx', launcher, '--config', opts.configPath, '--data', opts.dataDir];
   const cmd =
     opts.metrics !== undefined
-      ? [...nodeArgs, ...launched, '--deliver', opts.deliver === false ? 'off' : 'on', '--metrics', opts.metrics ? 'on' : 'off']
+      ? [
+          ...nodeArgs,
+          ...launched,
+          '--deliver',
+          opts.deliver === false ? 'off' : 'on',
+          '--metrics',
+          opts.metrics ? 'on' : 'off',
+          ...(opts.pruneIntervalMs === undefined ? [] : ['--prune-interval-ms', String(opts.pruneIntervalMs)]),
+        ]
       : opts.deliver === false
         ? [...nodeArgs, ...launched]
         : [...nodeArgs, ferryBin, 'serve', '--config', opts.configPath, '--data', opts.dataDir, '--port', '0', '--host', '127.0.0.1'];

@@ -7,7 +7,7 @@
  * SIGTERM. Like `ferry serve`, it uses PostgreSQL when `DATABASE_URL` is set (schema
  * `FERRY_DATABASE_SCHEMA`, created if missing), else SQLite in the data dir.
  *
- *   node --import tsx bench/server/lib/ferry-launcher.ts --config FILE --data DIR [--deliver on] [--metrics off]
+ *   node --import tsx bench/server/lib/ferry-launcher.ts --config FILE --data DIR [--deliver on] [--metrics off] [--prune-interval-ms N]
  */
 import { applyEnvironment, createFerry, loadConfigFile, PgStore } from '../../../packages/server/dist/index.js';
 
@@ -23,12 +23,23 @@ const option = (name: string): string | undefined => {
 };
 const deliver = option('deliver') === 'on';
 const metrics = option('metrics') !== 'off';
+const pruneInterval = option('prune-interval-ms');
+const pruneIntervalMs = pruneInterval === undefined ? undefined : Number(pruneInterval);
 
 const config = applyEnvironment(loadConfigFile(arg('config'), process.env), process.env);
 const databaseUrl = process.env['DATABASE_URL'] || undefined;
 const store = databaseUrl ? await PgStore.open({ connectionString: databaseUrl, schema: process.env['FERRY_DATABASE_SCHEMA'] || undefined }) : undefined;
 const logLevel = (process.env['FERRY_LOG_LEVEL'] || 'info') as 'info';
-const ferry = await createFerry({ config, dataDir: arg('data'), adminToken: process.env['FERRY_ADMIN_TOKEN'], deliver, metrics, logLevel, store });
+const ferry = await createFerry({
+  config,
+  dataDir: arg('data'),
+  adminToken: process.env['FERRY_ADMIN_TOKEN'],
+  deliver,
+  metrics,
+  logLevel,
+  store,
+  pruneIntervalMs,
+});
 const url = await ferry.start(0, '127.0.0.1');
 process.stdout.write(`Ferry listening on ${url} (store: ${ferry.store.kind}, delivery ${deliver ? 'on' : 'off'}, metrics ${metrics ? 'on' : 'off'})\n`);
 let stopping = false;

@@ -31,6 +31,8 @@ import { FerryMetrics } from './metrics/ferry-metrics.js';
 import { metricsRoutes } from './metrics/metrics-routes.js';
 import { RegulationRunner } from './regulations/regulation-runner.js';
 import { defaultReplaySettings, ReplayJobRunner, type ReplaySettings } from './replay/replay-job-runner.js';
+import { RetentionPruner } from './retention/pruner.js';
+import { applyRetentionIfChanged } from './retention/retention-apply.js';
 import { Catalog } from './routing/catalog.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
 import type { Store } from './store/store.js';
@@ -108,6 +110,8 @@ export interface FerryOptions {
    * revokes refuses it at once). Default {@link defaultTokenCacheMs} (2000 ms).
    */
   tokenCacheMs?: number;
+  /** Time between two runs of the retention's pruner (`retention/pruner.ts`). Default one minute. */
+  pruneIntervalMs?: number;
 }
 
 /** Where the admin listener listens; see {@link FerryOptions.admin}. */
@@ -154,6 +158,8 @@ export interface Ferry {
   readonly replayJobs: ReplayJobRunner;
   /** Audience and computed-trait sync. */
   readonly audiences: AudienceSync;
+  /** Deletes what is past its retention, every `pruneIntervalMs`. */
+  readonly pruner: RetentionPruner;
   readonly logger: Logger;
   /**
    * What happens in this server, as it happens: every event of the catalogue
@@ -209,6 +215,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   const store = options.store ?? new SqliteStore({ path: join(options.dataDir ?? defaultProcessSettings.dataDir, 'ferry.db'), clock });
   const catalog = new Catalog(store, clock, createDestinationRegistry(options.destinationTypes));
   await applyIfChanged(store, config, { types: catalog.types, logger, clock, origin: 'the configuration file' });
+  await applyRetentionIfChanged(store, config.retention, logger);
   await catalog.reload();
   const adminToken = await adminTokenInForce(store, givenToken);
 
@@ -229,8 +236,17 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     onHeld: (destinationId, untilMs) => events.emit('delivery:rate-limited', { destinationId, untilMs }),
   });
   const guards = [rateLimits, ...(options.sendGuards ?? [])];
+  const pruner = new RetentionPruner({ store, clock, logger, intervalMs: options.pruneIntervalMs });
   const metrics =
-    options.metrics === false ? undefined : new FerryMetrics({ events, backlog: store, destinationIds: () => catalog.destinations().map((d) => d.id), clock });
+    options.metrics === false
+      ? undefined
+      : new FerryMetrics({
+          events,
+          backlog: store,
+          destinationIds: () => catalog.destinations().map((d) => d.id),
+          clock,
+          storeSize: { retention: store.retention, pruner },
+        });
   const worker = new DeliveryWorker({
     store,
     catalog,
@@ -262,6 +278,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     audiences,
     regulations,
     replayJobs,
+    pruner,
     sender,
     store,
     events,
@@ -326,6 +343,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
       worker.start();
       audiences.start();
     }
+    pruner.start();
     return typeof portOrListen === 'number' ? urls.url : urls;
   }
 
@@ -340,6 +358,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     regulations,
     replayJobs,
     audiences,
+    pruner,
     logger,
     events,
     metrics,

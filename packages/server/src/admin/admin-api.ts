@@ -9,6 +9,7 @@ import { requireAdminToken } from './admin-auth.js';
 import type { AdminTokens } from './admin-tokens.js';
 import { auditChanges, type ObjectReader } from './audit.js';
 import { auditRoutes } from './audit-routes.js';
+import { retentionRoutes } from './retention-routes.js';
 import { audienceRoutes, toView as audienceView } from './audience-routes.js';
 import { deliveryRoutes } from './delivery-routes.js';
 import { regulationRoutes } from './regulation-routes.js';
@@ -75,6 +76,7 @@ export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps)
           await auditRoutes(v1, deps.store.audit);
           await tailRoutes(v1, { events: deps.events, clock: deps.clock });
           await configRoutes(v1, deps);
+          await retentionRoutes(v1, deps.store);
           await statsRoutes(v1, { store: deps.store, catalog: deps.catalog, clock: deps.clock, windows: deps.attemptWindows, circuits: deps.circuits });
         },
         { prefix: '/v1' },

@@ -2,6 +2,7 @@
  * The configuration model: what the config file holds after validation and `${VAR}`
  * expansion, and what the admin API edits at run time. Defaults live in `defaults.ts`.
  */
+import type { RetentionSettings } from '../model/retention.js';
 
 /** A source: a write key that clients send calls with. */
 export interface SourceConfig {
@@ -199,4 +200,9 @@ export interface FerryConfig {
   delivery: DeliverySettings;
   network: NetworkSettings;
   audiences: AudienceSettings;
+  /**
+   * The file's `retention:` section, its kinds over the defaults; absent when the file has
+   * none. Applied to the store only when it changed since last applied (retention/retention-apply.ts).
+   */
+  retention?: RetentionSettings;
 }

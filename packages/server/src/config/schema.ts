@@ -15,6 +15,7 @@ import { circuitBreakerSchema, retryStatusesSchema } from './delivery-policy-sch
 import type { AudienceSettings, DeliverySettings, DestinationConfig, FerryConfig, NetworkSettings, RateLimit, RetrySettings, SourceConfig } from './model.js';
 import { builtInDestinationTypes, type DestinationRegistry } from '../destinations/registry.js';
 import { destinationFilterSchema, removeFieldsSchema } from './filter-schema.js';
+import { retentionSettingsSchema } from './retention-schema.js';
 import {
   boundedInt,
   boundedNumber,
@@ -307,6 +308,7 @@ function ferryConfigSchemaFor(destinationSchema: ReturnType<typeof destinationSc
     delivery: deliverySettingsSchema.optional(),
     network: networkSettingsSchema.optional(),
     audiences: audienceSettingsSchema.optional(),
+    retention: retentionSettingsSchema.optional(),
   })
     .superRefine(
       (c, ctx) => {
@@ -368,6 +370,8 @@ function ferryConfigSchemaFor(destinationSchema: ReturnType<typeof destinationSc
       delivery: c.delivery ?? deliverySettingsSchema.parse({}),
       network: c.network ?? networkSettingsSchema.parse({}),
       audiences: c.audiences ?? audienceSettingsSchema.parse({}),
+      // Absent, the store's retention stands (set through the admin API, or the defaults).
+      ...(c.retention === undefined ? {} : { retention: c.retention }),
     }));
 }
 

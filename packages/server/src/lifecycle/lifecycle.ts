@@ -27,6 +27,8 @@ export interface LifecycleParts {
   regulations: { stop(): Promise<void> };
   /** Replay jobs: the one running stops after its batch and stays running, carried on at the next start. */
   replayJobs?: { stop(): Promise<void> };
+  /** The retention's pruner: the run under way stops after its batch. */
+  pruner?: { stop(): Promise<void> };
   sender: { close(): Promise<void> };
   store: { close(): Promise<void> };
   /** Stops timers of the server's own (say, catalog reloads) as the stop begins. */
@@ -91,6 +93,7 @@ export class Lifecycle {
     await Promise.all([step(() => this.parts.app.close()), step(() => this.parts.adminApp?.close())]);
     await step(() => this.parts.regulations.stop());
     await step(() => this.parts.replayJobs?.stop());
+    await step(() => this.parts.pruner?.stop());
     await step(() => this.parts.sender.close());
     await step(() => this.parts.store.close());
     this.parts.events.emit('lifecycle:stopped', {});

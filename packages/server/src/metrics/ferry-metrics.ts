@@ -5,6 +5,7 @@ import type { BacklogReads } from '../store/backlog.js';
 import type { Clock } from '../util/clock.js';
 import { AttemptWindows } from './attempt-windows.js';
 import { DeliveryCounts } from './delivery-counts.js';
+import { registerStoreMetrics, type StoreMetricsDeps } from './store-metrics.js';
 
 /** What the metrics read: the bus they count from, the store's backlog, the destinations to show. */
 export interface FerryMetricsDeps {
@@ -13,6 +14,8 @@ export interface FerryMetricsDeps {
   /** Destinations to show a backlog for even when nothing waits (a zero is a value to alert on). */
   destinationIds(): string[];
   clock: Clock;
+  /** The store's size and rows, and the pruner's work (`store-metrics.ts`); without it, no such series. */
+  storeSize?: StoreMetricsDeps;
 }
 
 /**
@@ -112,6 +115,8 @@ export class FerryMetrics {
       labelNames: ['destination'],
       registers,
     });
+
+    if (deps.storeSize) registerStoreMetrics(this.registry, deps.storeSize);
 
     const { windows } = this;
     const { clock } = deps;

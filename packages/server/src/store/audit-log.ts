@@ -32,8 +32,8 @@ export interface AuditEntry extends NewAuditEntry {
 }
 
 /**
- * The audit log of the admin API: appended after each change, read newest first. Nothing is
- * ever deleted by Ferry (docs/operations.md, "The audit log").
+ * The audit log of the admin API: appended after each change, read newest first. Entries are
+ * deleted only by the retention's pruner, and by default kept forever (docs/operations.md, "The audit log").
  */
 export interface AuditLog {
   append(entry: NewAuditEntry): Promise<void>;

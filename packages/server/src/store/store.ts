@@ -9,6 +9,7 @@ import type { EventLog } from './event-log.js';
 import type { RateLimitBuckets } from './rate-limit-buckets.js';
 import type { RegulationsStore } from './regulations-store.js';
 import type { ReplayJobsStore } from './replay-jobs-store.js';
+import type { RetentionStore } from './retention-store.js';
 import type { TokenStore } from './token-store.js';
 
 /*
@@ -26,6 +27,7 @@ export type * from './event-log.js';
 export type * from './rate-limit-buckets.js';
 export type * from './regulations-store.js';
 export type * from './replay-jobs-store.js';
+export type * from './retention-store.js';
 export type * from './token-store.js';
 
 /** Counts for health and metrics. */
@@ -61,6 +63,8 @@ export interface Store extends EventLog, DeliveryQueue, DeliveryReads, BacklogRe
    * process owns the store (SQLite), whose rate limits keep their buckets in memory.
    */
   readonly rateLimitBuckets: RateLimitBuckets | undefined;
+  /** Pruning what is past its retention, and the size the store takes (retention/pruner.ts). */
+  readonly retention: RetentionStore;
   stats(): Promise<StoreStats>;
   /**
    * Whether an error this store threw means its database is unavailable (locked, full, down,

@@ -13,6 +13,7 @@ import type { ExecuteRegulationArgs, Regulation, RegulationCursor } from '../reg
 import type { ReplayJobBatchArgs, ReplayJobCursor, ReplayJobRecord } from '../replay-jobs-store.js';
 import type { Store, StoreStats } from '../store.js';
 import type { TokenStore } from '../token-store.js';
+import type { RetentionStore } from '../retention-store.js';
 import type { Clock } from '../../util/clock.js';
 import { PgAudienceStore } from './pg-audience-store.js';
 import { PgAuditLog } from './pg-audit-log.js';
@@ -30,6 +31,7 @@ import { migrate } from './pg-migrate.js';
 import { createPools, endPools, type PgPools } from './pg-pools.js';
 import { PgRegulations } from './pg-regulations.js';
 import { PgReplayJobs } from './pg-replay-jobs.js';
+import { PgRetention } from './pg-retention.js';
 import { releaseLeases } from './pg-release.js';
 import { PgTokenStore } from './pg-token-store.js';
 
@@ -71,6 +73,7 @@ export class PgStore implements Store {
   readonly audit: AuditLog;
   readonly health: DestinationHealthStore;
   readonly rateLimitBuckets: RateLimitBuckets | undefined;
+  readonly retention: RetentionStore;
   private readonly eventLog: PgEventLog;
   private readonly completions: PgCompletions;
   private readonly reads: PgDeliveryReads;
@@ -95,6 +98,7 @@ export class PgStore implements Store {
     this.audit = new PgAuditLog(pools.main);
     this.health = new PgDestinationHealth(pools.main);
     this.rateLimitBuckets = new PgRateLimitBuckets(pools.main);
+    this.retention = new PgRetention(pools.main);
   }
 
   /** Connects, creates the schema if needed, and applies pending migrations. */

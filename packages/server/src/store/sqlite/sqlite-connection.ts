@@ -11,6 +11,10 @@ export const BUSY_TIMEOUT_MS = 250;
 export function openConnection(path: string): Database.Database {
   const db = new Database(path);
   try {
+    // A new file gives the pages that retention frees back to the file system
+    // (sqlite-retention.ts); only an empty file can take this, so older files keep their
+    // free pages for reuse until `VACUUM` converts them (docs/operations.md#retention).
+    if ((db.pragma('user_version', { simple: true }) as number) === 0) db.pragma('auto_vacuum = INCREMENTAL');
     db.pragma('journal_mode = WAL');
     // Deleted content is overwritten with zeros, so a deletion request leaves no copy of the
     // user in the file's free space (docs/operations.md#deleted-data has its cost).

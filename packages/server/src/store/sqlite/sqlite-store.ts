@@ -14,6 +14,7 @@ import type { ExecuteRegulationArgs, Regulation, RegulationCursor } from '../reg
 import type { ReplayJobBatchArgs, ReplayJobCursor, ReplayJobRecord } from '../replay-jobs-store.js';
 import type { Store, StoreStats } from '../store.js';
 import type { TokenStore } from '../token-store.js';
+import type { RetentionStore } from '../retention-store.js';
 import { CoalescedTask } from '../coalesced-task.js';
 import { systemClock, timersOf, type Clock } from '../../util/clock.js';
 import { GroupCommit } from './group-commit.js';
@@ -33,6 +34,7 @@ import { SqliteEventLog } from './sqlite-event-log.js';
 import { isSqliteUnavailable } from './sqlite-failure.js';
 import { SqliteRegulations } from './sqlite-regulations.js';
 import { SqliteReplayJobs } from './sqlite-replay-jobs.js';
+import { SqliteRetention } from './sqlite-retention.js';
 import { SqliteTokenStore } from './sqlite-token-store.js';
 import { WriteProbe } from './write-probe.js';
 
@@ -77,6 +79,7 @@ export class SqliteStore implements Store {
   readonly audit: AuditLog;
   readonly health: DestinationHealthStore;
   readonly rateLimitBuckets: RateLimitBuckets | undefined;
+  readonly retention: RetentionStore;
   private readonly db: Database.Database;
   /** Held open for the store's life: see {@link takeOwnership}. */
   private readonly ownership: Database.Database | undefined;
@@ -124,6 +127,7 @@ export class SqliteStore implements Store {
       this.audit = new SqliteAuditLog(this.db);
       this.health = new SqliteDestinationHealth(this.db);
       this.rateLimitBuckets = undefined;
+      this.retention = new SqliteRetention(this.db, this.walTruncation);
     } catch (error) {
       // Nothing half-open stays behind, least of all the lock: the next try must not find it taken.
       if (opened?.open) opened.close();

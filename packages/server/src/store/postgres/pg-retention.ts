@@ -1,0 +1,88 @@
+import type pg from 'pg';
+import type { PruneBatchRequest, PruneBatchResult, RetentionStore, StoreRowEstimates } from '../retention-store.js';
+import { beforeCutoff, retentionTables } from '../retention-tables.js';
+import { inTransaction } from './pg-pools.js';
+
+/** Rows deleted from a table since its last vacuum by this node past which, with autovacuum off, the pruner vacuums it. */
+export const VACUUM_AFTER_ROWS = 50_000;
+
+/**
+ * Retention on PostgreSQL. Each batch is a transaction that first takes the schema's prune
+ * lock (`pg_try_advisory_xact_lock`): with several nodes, one prunes at a time and the others,
+ * finding it taken, leave the run to it; the lock goes with the transaction, so a node that
+ * dies holds nothing. Deleted rows are left to autovacuum, which keeps the tables from growing
+ * past their size in steady state; where it is off, the pruner vacuums a table itself after
+ * {@link VACUUM_AFTER_ROWS} deletions.
+ */
+export class PgRetention implements RetentionStore {
+  private readonly deletedSinceVacuum = new Map<string, number>();
+
+  constructor(private readonly pool: pg.Pool) {}
+
+  pruneBatch(request: PruneBatchRequest): Promise<PruneBatchResult> {
+    const t = retentionTables[request.kind];
+    return inTransaction(this.pool, async (client) => {
+      const lock = await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || '.ferry_retention')) AS ok`);
+      if (!lock.rows[0]?.ok) return { deleted: 0, attemptsDeleted: 0, lastId: request.afterId, done: true, busy: true };
+      const { rows } = await client.query<{ id: string; arrived: string }>(
+        `SELECT id, ${t.arrivedColumn} AS arrived FROM ${t.table}
+         WHERE id > $1 AND id < (SELECT max(id) FROM ${t.table}) ORDER BY id LIMIT $2`,
+        [request.afterId, request.limit],
+      );
+      const scanned = rows.map((r) => ({ id: Number(r.id), arrived: Number(r.arrived) }));
+      const { candidates, reachedCutoff } = beforeCutoff(scanned, request.cutoffMs);
+      const lastId = candidates.at(-1)?.id ?? request.afterId;
+      const done = reachedCutoff || rows.length < request.limit;
+      if (candidates.length === 0) return { deleted: 0, attemptsDeleted: 0, lastId, done, busy: false };
+      const removed = await client.query<{ id: string }>(
+        `DELETE FROM ${t.table} WHERE id = ANY($1::bigint[]) AND ${t.eligible.replaceAll(':cutoff', '$2')} RETURNING id`,
+        [candidates.map((r) => r.id), request.cutoffMs],
+      );
+      let attemptsDeleted = 0;
+      if (t.withAttempts && removed.rows.length > 0) {
+        const r = await client.query(`DELETE FROM attempts WHERE delivery_id = ANY($1::bigint[])`, [removed.rows.map((r) => r.id)]);
+        attemptsDeleted = r.rowCount ?? 0;
+        this.count('attempts', attemptsDeleted);
+      }
+      this.count(t.table, removed.rows.length);
+      return { deleted: removed.rows.length, attemptsDeleted, lastId, done, busy: false };
+    });
+  }
+
+  async reclaimSpace(): Promise<number> {
+    const pruned = [...this.deletedSinceVacuum].filter(([, n]) => n >= VACUUM_AFTER_ROWS);
+    if (pruned.length === 0) return 0;
+    const { rows } = await this.pool.query<{ setting: string }>(`SELECT setting FROM pg_settings WHERE name = 'autovacuum'`);
+    for (const [table] of pruned) {
+      // Autovacuum, when on, does this in its own time and pace.
+      if (rows[0]?.setting !== 'on') await this.pool.query(`VACUUM ${table}`);
+      this.deletedSinceVacuum.set(table, 0);
+    }
+    return 0;
+  }
+
+  async sizeBytes(): Promise<number> {
+    const { rows } = await this.pool.query<{ n: string }>(
+      `SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0)::bigint AS n
+       FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+       WHERE s.nspname = current_schema() AND c.relkind = 'r'`,
+    );
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  async rowEstimates(): Promise<StoreRowEstimates> {
+    // The planner's estimate, kept by (auto)vacuum and analyze: no table is read.
+    const { rows } = await this.pool.query<{ relname: string; n: number }>(
+      `SELECT c.relname, GREATEST(c.reltuples, 0)::float8 AS n
+       FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+       WHERE s.nspname = current_schema() AND c.relname = ANY($1)`,
+      [['events', 'deliveries', 'attempts', 'rejections', 'audit_log']],
+    );
+    const of = (name: string) => Math.round(rows.find((r) => r.relname === name)?.n ?? 0);
+    return { events: of('events'), deliveries: of('deliveries'), attempts: of('attempts'), rejections: of('rejections'), audit_log: of('audit_log') };
+  }
+
+  private count(table: string, n: number): void {
+    this.deletedSinceVacuum.set(table, (this.deletedSinceVacuum.get(table) ?? 0) + n);
+  }
+}
