@@ -4,6 +4,7 @@ import type { FerryConfig } from '../config/model.js';
 import { createFerry, type Ferry } from '../app.js';
 import { PgStore } from '../store/postgres/pg-store.js';
 import type { Store } from '../store/store.js';
+import { resolveNodeId } from './node-id.js';
 import { publicDemoKeyProblem } from './public-listener-guard.js';
 import { readSettings, type ServeFlags, type Settings } from './settings.js';
 import { stopOnSignals } from './stop-on-signals.js';
@@ -21,6 +22,7 @@ export async function startFromSettings(
     config,
     dataDir: settings.dataDir,
     adminToken: settings.adminToken,
+    nodeId: resolveNodeId(settings.nodeId, settings.dataDir),
     store,
     logLevel: settings.logLevel,
     trustProxy: settings.trustProxy,
