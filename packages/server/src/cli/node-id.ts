@@ -29,7 +29,7 @@ export function resolveNodeId(fromEnv: string | undefined, dataDir: string): str
   try {
     kept = readFileSync(path, 'utf8').trim();
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw unkeptId(error);
   }
   if (kept !== undefined) {
     const problem = nodeIdProblem(kept);
@@ -37,13 +37,18 @@ export function resolveNodeId(fromEnv: string | undefined, dataDir: string): str
     return kept;
   }
   const id = `node-${randomUUID()}`;
-  mkdirSync(dataDir, { recursive: true });
   // 'wx': two processes starting on one directory at once keep whichever id was written first.
   try {
+    mkdirSync(dataDir, { recursive: true });
     writeFileSync(path, id + '\n', { flag: 'wx' });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') return resolveNodeId(undefined, dataDir);
-    throw error;
+    throw unkeptId(error);
   }
   return id;
+}
+
+function unkeptId(error: unknown): Error {
+  const reason = error instanceof Error ? error.message : String(error);
+  return new Error(`cannot keep this node's id in ${nodeIdFile} of the data directory (${reason}); set FERRY_NODE_ID, or give a writable --data`);
 }

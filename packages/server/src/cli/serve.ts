@@ -17,12 +17,14 @@ export async function startFromSettings(
 ): Promise<{ ferry: Ferry; url: string; adminUrl: string }> {
   let config = applyEnvironment(loadConfigFile(settings.configPath, env), env);
   if (override) config = override(config);
+  // Only a shared store holds leases another node could see: SQLite's die with the process.
+  const nodeId = settings.databaseUrl ? resolveNodeId(settings.nodeId, settings.dataDir) : settings.nodeId;
   const store = settings.databaseUrl ? await openPostgres(settings.databaseUrl, settings.databaseSchema) : undefined;
   const ferry = await createFerry({
     config,
     dataDir: settings.dataDir,
     adminToken: settings.adminToken,
-    nodeId: resolveNodeId(settings.nodeId, settings.dataDir),
+    nodeId,
     store,
     logLevel: settings.logLevel,
     trustProxy: settings.trustProxy,

@@ -26,4 +26,9 @@ test('FERRY_NODE_ID wins over the file and writes nothing; a bad id, given or ke
   assert.throws(() => resolveNodeId('a b', dataDir), /^Error: FERRY_NODE_ID must be 1 to 64 letters/);
   writeFileSync(join(dataDir, nodeIdFile), 'not an id\n');
   assert.throws(() => resolveNodeId(undefined, dataDir), /the node id in node-id of the data directory must be .*fix or delete the file/);
+  // A data directory that cannot be created (its parent is a file): the error says what to do.
+  assert.throws(
+    () => resolveNodeId(undefined, join(dataDir, nodeIdFile, 'data')),
+    /cannot keep this node's id in node-id of the data directory .*set FERRY_NODE_ID, or give a writable --data/,
+  );
 });
