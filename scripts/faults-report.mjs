@@ -40,7 +40,7 @@ const claims = {
   'two-node-kill.test.ts': {
     fault: 'SIGKILL of one of two nodes on PostgreSQL',
     proves:
-      'Two real `ferry serve` processes share one PostgreSQL schema with the default lease (12 s, renewed every 4 s) and each their own node id. 1,000 events are acknowledged, half through each, and one node is killed with SIGKILL once delivery is under way. Every acknowledged event reaches the receiver within 20 s of the kill (the other node takes the dead one\'s jobs when their leases run out); duplicates (sent by the dead node, not recorded before it died) are counted and reported, and the survivor still stops cleanly on SIGTERM.',
+      "Two real `ferry serve` processes share one PostgreSQL schema with the default lease (12 s, renewed every 4 s) and each their own node id. 1,000 events are acknowledged, half through each, and one node is killed with SIGKILL once delivery is under way. Every acknowledged event reaches the receiver within 20 s of the kill (the other node takes the dead one's jobs when their leases run out); duplicates (sent by the dead node, not recorded before it died) are counted and reported, and the survivor still stops cleanly on SIGTERM.",
   },
   'receiver-outage.test.ts': {
     fault: 'Receiver outage and recovery',
