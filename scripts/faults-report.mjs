@@ -37,6 +37,11 @@ const claims = {
     proves:
       'The real `ferry serve` process is killed with SIGKILL at a random moment (seeded) while four concurrent senders post batches and the worker delivers, then restarted on the same data directory, several times over. Every event that was answered 200 reaches the receiver; duplicates (at-least-once) are counted and reported, and a final SIGTERM still stops cleanly.',
   },
+  'two-node-kill.test.ts': {
+    fault: 'SIGKILL of one of two nodes on PostgreSQL',
+    proves:
+      "Two real `ferry serve` processes share one PostgreSQL schema with the default lease (12 s, renewed every 4 s) and each their own node id. 1,000 events are acknowledged, half through each, and one node is killed with SIGKILL once delivery is under way. Every acknowledged event reaches the receiver within 20 s of the kill (the other node takes the dead one's jobs when their leases run out); duplicates (sent by the dead node, not recorded before it died) are counted and reported, and the survivor still stops cleanly on SIGTERM.",
+  },
   'receiver-outage.test.ts': {
     fault: 'Receiver outage and recovery',
     proves:

@@ -47,6 +47,12 @@ export interface FerryOptions {
   config: FerryConfig;
   /** Where the SQLite file lives when no `store` is given. Default `./.ferry`. */
   dataDir?: string;
+  /**
+   * This node's id, the same across restarts (`ferry serve`: `FERRY_NODE_ID`, else the
+   * `node-id` file of the data directory): the owner of its delivery leases, so that a start
+   * after a crash hands back at once the jobs the crashed run held. Default: a random one.
+   */
+  nodeId?: string;
   /** A ready store (e.g. PostgreSQL); otherwise SQLite in `dataDir`. */
   store?: Store;
   /**
@@ -257,6 +263,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     random: options.random,
     guards,
     tally: metrics?.deliveries,
+    owner: options.nodeId,
   });
   forwardWorkerEvents(worker, events);
   const autoDisable = new AutoDisable({ worker, store, catalog, clock, logger, onDisabled: (notice) => events.emit('destination:auto-disabled', notice) });
@@ -340,6 +347,11 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     // Another node's job, left running when that node died, is carried on here.
     if (store.kind === 'postgres') replayJobs.sweepEvery(replaySettings.sweepMs);
     if (options.deliver !== false) {
+      // What this node held when it last stopped without handing it back (a crash) is due again at once.
+      if (options.nodeId !== undefined) {
+        const released = await store.releaseLeases(worker.owner, clock.now());
+        if (released > 0) logger.info({ nodeId: options.nodeId, jobs: released }, 'delivery jobs this node held before a restart were handed back');
+      }
       worker.start();
       audiences.start();
     }

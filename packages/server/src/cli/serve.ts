@@ -4,6 +4,7 @@ import type { FerryConfig } from '../config/model.js';
 import { createFerry, type Ferry } from '../app.js';
 import { PgStore } from '../store/postgres/pg-store.js';
 import type { Store } from '../store/store.js';
+import { resolveNodeId } from './node-id.js';
 import { publicDemoKeyProblem } from './public-listener-guard.js';
 import { readSettings, type ServeFlags, type Settings } from './settings.js';
 import { stopOnSignals } from './stop-on-signals.js';
@@ -16,11 +17,14 @@ export async function startFromSettings(
 ): Promise<{ ferry: Ferry; url: string; adminUrl: string }> {
   let config = applyEnvironment(loadConfigFile(settings.configPath, env), env);
   if (override) config = override(config);
+  // Only a shared store holds leases another node could see: SQLite's die with the process.
+  const nodeId = settings.databaseUrl ? resolveNodeId(settings.nodeId, settings.dataDir) : settings.nodeId;
   const store = settings.databaseUrl ? await openPostgres(settings.databaseUrl, settings.databaseSchema) : undefined;
   const ferry = await createFerry({
     config,
     dataDir: settings.dataDir,
     adminToken: settings.adminToken,
+    nodeId,
     store,
     logLevel: settings.logLevel,
     trustProxy: settings.trustProxy,

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import type { LevelWithSilent } from 'pino';
 import { defaultProcessSettings, type HttpServerSettings } from '../config/defaults.js';
+import { nodeIdProblem } from './node-id.js';
 
 /** The flags of `ferry serve` (and `ferry dev`) that have an environment variable too. */
 export interface ServeFlags {
@@ -34,6 +35,8 @@ export interface Settings {
   databaseSchema: string | undefined;
   /** `FERRY_ADMIN_TOKEN`. */
   adminToken: string | undefined;
+  /** `FERRY_NODE_ID`, checked; unset, the server keeps a generated one in the data directory (see `resolveNodeId`). */
+  nodeId: string | undefined;
   /** `FERRY_LOG_LEVEL`. */
   logLevel: LevelWithSilent;
   /** `FERRY_TRUST_PROXY`. */
@@ -83,6 +86,7 @@ export function readSettings(flags: ServeFlags, env: NodeJS.ProcessEnv): Setting
     databaseUrl: fromEnv('DATABASE_URL'),
     databaseSchema: fromEnv('FERRY_DATABASE_SCHEMA'),
     adminToken: fromEnv('FERRY_ADMIN_TOKEN'),
+    nodeId: nodeIdFrom(env),
     logLevel: logLevelFrom(env),
     trustProxy: switchFrom(env, 'FERRY_TRUST_PROXY') ?? false,
     metricsPublic: switchFrom(env, 'FERRY_METRICS_PUBLIC') ?? false,
@@ -127,6 +131,14 @@ function integerFrom(env: NodeJS.ProcessEnv, name: string, min: number): number 
   if (!/^\d+$/.test(text) || !Number.isSafeInteger(value) || value < min)
     throw new Error(`${name} must be an integer of at least ${min} (got ${JSON.stringify(text)})`);
   return value;
+}
+
+function nodeIdFrom(env: NodeJS.ProcessEnv): string | undefined {
+  const text = env['FERRY_NODE_ID'];
+  if (text === undefined || text === '') return undefined;
+  const problem = nodeIdProblem(text);
+  if (problem) throw new Error(`FERRY_NODE_ID ${problem} (got ${JSON.stringify(text)})`);
+  return text;
 }
 
 function logLevelFrom(env: NodeJS.ProcessEnv): LevelWithSilent {

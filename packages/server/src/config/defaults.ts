@@ -35,9 +35,11 @@ export const defaultDeliverySettings: DeliverySettings = Object.freeze({
   // A quarter of the slots: one slow or dead endpoint cannot starve every other destination.
   perDestinationConcurrency: 16,
   // claimBatchSize is left to the store (Store.defaultClaimBatchSize) unless the file sets it.
-  // 60 s: far longer than one attempt (timeoutMs), so a live worker never loses its job,
-  // while a dead node's jobs come back within a minute.
-  leaseMs: 60_000,
+  // 12 s: at least 2 × timeoutMs + 1000 (one attempt, its body, its record), and short, so a
+  // dead node's jobs come back within 15 s; a live worker renews its leases (below).
+  leaseMs: 12_000,
+  // A third of the lease: two renewals may fail in a row (a slow store) before a lease runs out.
+  leaseRenewIntervalMs: 4_000,
   // 250 ms: a new event waits at most a quarter second while the worker is idle, at the
   // cost of four cheap queries per second.
   pollIntervalMs: 250,

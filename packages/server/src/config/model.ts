@@ -171,8 +171,13 @@ export interface DeliverySettings {
    * store's own ({@link Store.defaultClaimBatchSize}).
    */
   claimBatchSize?: number;
-  /** A claimed job returns to the queue if its worker has not finished it within this time. */
+  /**
+   * A claimed job returns to the queue if its worker has not finished it, nor renewed its
+   * lease, within this time: how long a dead node's jobs wait before another takes them.
+   */
   leaseMs: number;
+  /** How often a worker renews the leases it holds (sending or ready); less than `leaseMs / 2`. */
+  leaseRenewIntervalMs: number;
   /** How often the worker looks for due jobs when it has nothing to do. */
   pollIntervalMs: number;
 }

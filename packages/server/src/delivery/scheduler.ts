@@ -5,6 +5,7 @@ import type { ClaimedDelivery, HeldLease, Store } from '../store/store.js';
 import type { Clock, TimerHandle, Timers } from '../util/clock.js';
 import { RepeatedErrorLog } from '../util/repeated-error-log.js';
 import { heldUntil, mayStart, type SendGuard } from './guards.js';
+import type { LeaseRenewal, TrackedLease } from './lease-renewal.js';
 import type { Pacing } from './pacing.js';
 import { readyLimits, type ResolvedDeliverySettings } from './ready-limits.js';
 import type { Slots } from './slots.js';
@@ -27,6 +28,8 @@ export interface SchedulerOptions {
   pacing: Pacing;
   /** Consulted before each send, in order. */
   guards: readonly SendGuard[];
+  /** Renews the leases of the jobs claimed, from their claim until they are handed back (or sent and recorded). */
+  leases: LeaseRenewal;
   /** Sends a job whose slot is free: takes the slot and runs the attempt. */
   send(job: ClaimedDelivery, destination: DestinationConfig): void;
   /** Keeps a promise of work in flight (a send, a hand-back) for the worker's `settled()`. */
@@ -41,8 +44,8 @@ export interface SchedulerOptions {
  * send, and hand-backs of jobs this worker will not send.
  */
 export class Scheduler {
-  /** Leased jobs waiting for a free slot, per destination id, in claim order. */
-  private readonly ready = new Map<string, { job: ClaimedDelivery; leasedUntilMs: number }[]>();
+  /** Leased jobs waiting for a free slot, per destination id, in claim order; their leases' ends move as they are renewed. */
+  private readonly ready = new Map<string, (TrackedLease & { job: ClaimedDelivery })[]>();
   /** Jobs in {@link ready} over all destinations, kept as they come and go (read per destination per round). */
   private readyCount = 0;
   /** Destinations whose sends a guard holds, until when. */
@@ -237,7 +240,11 @@ export class Scheduler {
       if (jobs.length === 0) continue;
       let queue = this.ready.get(destination.id);
       if (!queue) this.ready.set(destination.id, (queue = []));
-      for (const job of jobs) queue.push({ job, leasedUntilMs: nowMs + settings.leaseMs });
+      for (const job of jobs) {
+        const entry = { id: job.id, job, leasedUntilMs: nowMs + settings.leaseMs };
+        queue.push(entry);
+        this.o.leases.track(entry);
+      }
       this.readyCount += jobs.length;
       this.startReady(destination);
     }
@@ -304,6 +311,7 @@ export class Scheduler {
    * fails they still come back when their leases run out: nothing is lost, so log and go on.
    */
   private handBack(leases: HeldLease[], destinationId: string, why: string): void {
+    for (const lease of leases) this.o.leases.forget(lease.id);
     this.o.logger.debug({ destinationId, jobs: leases.length }, `jobs held ready ${why}; handed back`);
     this.o.track(
       this.o.store.releaseLeases(this.o.owner, this.o.clock.now(), leases).then(
@@ -355,6 +363,23 @@ export class Scheduler {
     for (const id of [...this.held.keys()]) if (!enabled.has(id)) this.held.delete(id);
     this.o.pacing.forget(enabled);
     this.o.slots.forget(enabled);
+  }
+
+  /**
+   * Drops jobs held ready whose leases were lost (another worker may be sending them now):
+   * they are never started here. Returns the ids dropped.
+   */
+  dropReady(ids: readonly number[]): number[] {
+    const lost = new Set(ids);
+    const dropped: number[] = [];
+    for (const [destinationId, queue] of this.ready) {
+      const kept = queue.filter((r) => !lost.has(r.id));
+      if (kept.length === queue.length) continue;
+      for (const r of queue) if (lost.has(r.id)) dropped.push(r.id);
+      this.readyCount -= queue.length - kept.length;
+      this.ready.set(destinationId, kept);
+    }
+    return dropped;
   }
 
   /**

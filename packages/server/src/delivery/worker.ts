@@ -12,6 +12,7 @@ import { redactUrl } from '../util/redact.js';
 import { CircuitBreakers, type CircuitEvents } from './circuit-breaker.js';
 import { circuitSender } from './circuit-sender.js';
 import type { SendGuard } from './guards.js';
+import { LeaseRenewal } from './lease-renewal.js';
 import { Pacing } from './pacing.js';
 import type { ResolvedDeliverySettings } from './ready-limits.js';
 import type { DeliveryTally } from './delivery-tally.js';
@@ -60,7 +61,10 @@ export interface DeliveryWorkerOptions {
   random?: () => number;
   /** Per-endpoint checks before each send (rate limits, circuit breakers); none by default. */
   guards?: readonly SendGuard[];
-  /** Lease owner name; unique per worker. */
+  /**
+   * Lease owner name; unique per live worker. A node's id (the same after a restart) lets the
+   * next start hand back at once what a crashed run held. Default: random.
+   */
   owner?: string;
   /** Told of every exchange and recorded outcome (the metrics); none by default. */
   tally?: DeliveryTally;
@@ -80,6 +84,8 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   private readonly slots: Slots;
   private readonly pacing: Pacing;
   private readonly scheduler: Scheduler;
+  /** Renews the leases of every job this worker holds, sending or ready. */
+  readonly leases: LeaseRenewal;
   private readonly random: () => number;
   private readonly o: DeliveryWorkerOptions & { settings: ResolvedDeliverySettings };
   /** What every attempt gets besides its job and destination. */
@@ -106,6 +112,20 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     options.catalog.on('catalog:reloaded', () => this.circuits.forget(new Set(options.catalog.enabledDestinations().map((d) => d.id))));
     this.slots = new Slots(settings);
     this.pacing = new Pacing(this.slots);
+    this.leases = new LeaseRenewal({
+      store,
+      owner: this.owner,
+      clock: options.clock,
+      timers: timersOf(options.clock),
+      leaseMs: settings.leaseMs,
+      intervalMs: settings.leaseRenewIntervalMs,
+      logger: options.logger,
+      onLost: (ids) => {
+        // Those still waiting are never sent; one being sent finds its lease lost when recorded.
+        for (const id of this.scheduler.dropReady(ids)) this.emit('delivery:lease-lost', { id });
+      },
+      onError: (error) => this.emit('worker:error', { error }),
+    });
     this.scheduler = new Scheduler({
       store,
       catalog: options.catalog,
@@ -117,6 +137,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       slots: this.slots,
       pacing: this.pacing,
       guards: [this.circuits, ...(options.guards ?? [])],
+      leases: this.leases,
       send: (job, destination) => this.track(this.process(job, destination)),
       track: (work) => this.track(work),
       onError: (error) => this.emit('worker:error', { error }),
@@ -126,6 +147,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   /** Starts the polling loop, on the clock's timers. Tests may instead call {@link tick} directly. */
   start(): void {
     this.scheduler.start();
+    this.leases.start();
   }
 
   /** Asks for a claim round soon, e.g. after ingestion committed new jobs. */
@@ -183,6 +205,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       this.o.logger.error({ err: error, deliveryId: job.id }, 'delivery attempt could not be recorded');
       this.emit('worker:error', { error });
     } finally {
+      this.leases.forget(job.id);
       release();
       this.slots.recorded();
       this.scheduler.recorded();
@@ -235,6 +258,8 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       responseBody: r.responseBody ?? null,
       trigger: job.trigger,
     }));
+    // Recorded now: the record checks the lease itself, and a renewal racing it must not call it lost.
+    this.leases.forget(job.id);
     const kept = await this.o.store.complete({
       id: job.id,
       owner: this.owner,
@@ -290,6 +315,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     let timeout: NodeJS.Timeout | undefined;
     await Promise.race([this.settled(), new Promise<void>((r) => (timeout = setTimeout(r, graceMs)))]);
     if (timeout) clearTimeout(timeout);
+    await this.leases.stop();
     await this.o.store.releaseLeases(this.owner, this.o.clock.now());
   }
 }

@@ -120,6 +120,13 @@ export interface DeliveryQueue {
    */
   releaseLeases(owner: string, nowMs: number, leases?: readonly HeldLease[]): Promise<number>;
   /**
+   * Extends this owner's leases on the jobs `ids` to `untilMs` (a worker still busy with them,
+   * or holding them ready), so that only a dead worker's jobs wait out a lease. Resolves with
+   * the ids it still held and renewed; a job missing was lost (taken by another worker after
+   * its lease ran out, or finished by another path) and must not be sent or recorded as sent.
+   */
+  renewLeases(owner: string, ids: readonly number[], untilMs: number): Promise<number[]>;
+  /**
    * Dead-letters every pending job of a destination that was deleted (reason
    * `destination_deleted`), and deletes its `delete` notices, whatever their state, with their
    * attempts: each names a user, and no other destination was to get it. Resolves with how many

@@ -39,6 +39,7 @@ describe('readSettings', () => {
     assert.deepEqual(settings.http, {});
     assert.equal(settings.dataDir, resolve('./.ferry'));
     assert.equal(settings.admin, undefined);
+    assert.equal(settings.nodeId, undefined);
   });
 
   test('the environment is read, and a flag wins over its variable', () => {
@@ -56,6 +57,7 @@ describe('readSettings', () => {
       FERRY_METRICS_PUBLIC: '1',
       FERRY_MAX_CONNECTIONS_PER_ADDRESS: '7',
       FERRY_ADMIN_PORT: '9100',
+      FERRY_NODE_ID: 'node-a.1',
     };
     const fromEnv = readSettings({}, env);
     assert.deepEqual(
@@ -69,6 +71,7 @@ describe('readSettings', () => {
         databaseUrl: 'postgres://127.0.0.1/ferry',
         databaseSchema: 'ferry_a',
         adminToken: 'a-token-of-at-least-32-characters!',
+        nodeId: 'node-a.1',
         logLevel: 'debug',
         trustProxy: true,
         metricsPublic: true,
@@ -96,6 +99,9 @@ describe('readSettings', () => {
       [{ FERRY_INGEST_BODY_BUDGET_BYTES: '64MiB' }, /^FERRY_INGEST_BODY_BUDGET_BYTES must be an integer/],
       [{ FERRY_ADMIN_PORT: 'nine' }, /^the admin port \(--admin-port, FERRY_ADMIN_PORT\) must be an integer from 0 to 65535 \(got nine\)$/],
       [{ FERRY_ADMIN_PORT: '8080' }, /^the admin port \(--admin-port, FERRY_ADMIN_PORT\) must differ from the port \(8080\)$/],
+      [{ FERRY_NODE_ID: 'node a' }, /^FERRY_NODE_ID must be 1 to 64 letters, digits, "\.", "_" or "-", starting with a letter or digit \(got "node a"\)$/],
+      [{ FERRY_NODE_ID: '-a' }, /^FERRY_NODE_ID must be/],
+      [{ FERRY_NODE_ID: 'n'.repeat(65) }, /^FERRY_NODE_ID must be/],
       [{ FERRY_ADMIN_HOST: '127.0.0.1' }, /^the admin host \(--admin-host, FERRY_ADMIN_HOST\) needs an admin port/],
     ] as const)
       assert.throws(

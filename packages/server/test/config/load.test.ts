@@ -62,7 +62,8 @@ describe('loadConfigFile', () => {
     assert.equal(config.sources[0]?.writeKey, 'wk-from-env');
     assert.equal(config.destinations[0]?.settings.sharedSecret, 'fallback-secret');
     assert.equal(config.delivery.timeoutMs, 100);
-    assert.equal(config.delivery.leaseMs, 60_000);
+    assert.equal(config.delivery.leaseMs, 12_000);
+    assert.equal(config.delivery.leaseRenewIntervalMs, 4_000);
     assert.deepEqual(config.destinations[0]?.settings.webhooks[0]?.headers, { 'X-Team': 'growth' });
   });
 

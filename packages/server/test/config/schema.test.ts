@@ -274,6 +274,12 @@ describe('configuration schema: refusals', () => {
       rule: /at least 2 × timeoutMs \+ 1000 \(3000\)/,
     },
     {
+      name: 'C36b lease renewals not under half the lease',
+      edit: (c) => (c.delivery = { leaseMs: 12_000, leaseRenewIntervalMs: 6000 }),
+      path: 'delivery.leaseRenewIntervalMs',
+      rule: /less than leaseMs \/ 2 \(6000\)/,
+    },
+    {
       name: 'C37 maxDelayMs below initialDelayMs',
       edit: (c) => (c.delivery = { retry: { initialDelayMs: 5000, maxDelayMs: 1000 } }),
       path: 'delivery.retry.maxDelayMs',
@@ -382,6 +388,8 @@ describe('configuration schema: acceptances', () => {
       ...defaultDeliverySettings,
       timeoutMs: 100,
       leaseMs: 1200,
+      // Not set: a third of the lease, as the defaults (12 s, 4 s).
+      leaseRenewIntervalMs: 400,
       retry: { ...defaultRetrySettings, initialDelayMs: 10, windowMs: 500 },
     });
     // The defaults themselves are untouched.

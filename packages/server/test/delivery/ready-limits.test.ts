@@ -3,7 +3,8 @@ import { describe, test } from 'node:test';
 import { defaultDeliverySettings } from '../../src/config/defaults.js';
 import { readyLimits, RecentSlowest } from '../../src/delivery/ready-limits.js';
 
-const settings = { ...defaultDeliverySettings, claimBatchSize: 400 };
+// The formula's cases below were worked out on a 60 s lease (the default until leases were renewed).
+const settings = { ...defaultDeliverySettings, leaseMs: 60_000, claimBatchSize: 400 };
 
 describe('jobs held ready', () => {
   test('with no exchange seen, every exchange is assumed to take the whole timeout: 5 per slot with a 60 s lease and 5 s timeout', () => {
@@ -25,6 +26,15 @@ describe('jobs held ready', () => {
     assert.equal(readyLimits(settings, { destination: 60_000, any: 60_000 }).perDestination, 80);
     // One slow destination makes the global budget shallow, not the fast one's own.
     assert.deepEqual(readyLimits(settings, { destination: 2, any: 5000 }), { perDestination: 400, total: 320 });
+  });
+
+  test('the default 12 s lease with a 5 s timeout holds nothing ready for an endpoint of unknown pace, a claim batch for a fast one', () => {
+    const defaults = { ...defaultDeliverySettings, claimBatchSize: 400 };
+    assert.deepEqual(readyLimits(defaults, { destination: undefined, any: undefined }), { perDestination: 0, total: 0 });
+    // (12,000 − 6,000) / (2 × 2) = 1,500 per slot: the claim batch.
+    assert.deepEqual(readyLimits(defaults, { destination: 2, any: 2 }), { perDestination: 400, total: 64 * 25 });
+    // (12,000 − 6,000) / (2 × 1,000) = 3 per slot.
+    assert.equal(readyLimits(defaults, { destination: 1000, any: 1000 }).perDestination, 48);
   });
 
   test('a lease under 3 x timeoutMs + 1000 holds nothing ready, unless exchanges are seen to be far shorter than the timeout', () => {

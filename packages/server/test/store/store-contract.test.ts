@@ -299,6 +299,25 @@ for (const backend of backends) {
         assert.equal(await store.releaseLeases('w', t0 + 2001, [{ id: first!.id, leasedUntilMs: t0 + 62_000 }]), 1);
       }));
 
+    test('S06e a renewed lease keeps its job from other claims until its new end; a lost one is not renewed', () =>
+      withStore(async (store) => {
+        await store.ingest({ receivedAtMs: t0, events: [event('a'), event('b')], rejections: [] });
+        const held = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 1000, limit: 2 });
+        const ids = held.map((j) => j.id).sort((a, b) => a - b);
+        assert.deepEqual(
+          (await store.renewLeases('w', ids, t0 + 5000)).sort((a, b) => a - b),
+          ids,
+        );
+        assert.deepEqual(await store.renewLeases('x', ids, t0 + 9000), [], "w's leases are not x's to renew");
+        assert.deepEqual(await store.renewLeases('w', [], t0 + 9000), []);
+        assert.deepEqual(await store.claim({ destinationId: 'd1', owner: 'x', nowMs: t0 + 2000, leaseMs: 1000, limit: 5 }), [], 'held past the first end');
+        // Named by its new end, a renewed lease is handed back.
+        assert.equal(await store.releaseLeases('w', t0 + 2001, [{ id: ids[0]!, leasedUntilMs: t0 + 5000 }]), 1);
+        const [taken] = await store.claim({ destinationId: 'd1', owner: 'x', nowMs: t0 + 2002, leaseMs: 1000, limit: 5 });
+        assert.equal(taken!.id, ids[0]);
+        assert.deepEqual(await store.renewLeases('w', ids, t0 + 9000), [ids[1]], 'the job x took is lost to w');
+      }));
+
     test('S06d jobs handed back while others stay held are the next claimed, ahead of jobs never claimed', () =>
       withStore(async (store) => {
         await store.ingest({ receivedAtMs: t0, events: Array.from({ length: 10 }, (_, i) => event(`m${i}`)), rejections: [] });

@@ -32,7 +32,7 @@ import { createPools, endPools, type PgPools } from './pg-pools.js';
 import { PgRegulations } from './pg-regulations.js';
 import { PgReplayJobs } from './pg-replay-jobs.js';
 import { PgRetention } from './pg-retention.js';
-import { releaseLeases } from './pg-release.js';
+import { releaseLeases, renewLeases } from './pg-release.js';
 import { PgTokenStore } from './pg-token-store.js';
 
 /** Options of the PostgreSQL store. */
@@ -138,6 +138,9 @@ export class PgStore implements Store {
   }
   releaseLeases(owner: string, nowMs: number, leases?: readonly HeldLease[]): Promise<number> {
     return releaseLeases(this.pools.main, owner, nowMs, leases);
+  }
+  renewLeases(owner: string, ids: readonly number[], untilMs: number): Promise<number[]> {
+    return renewLeases(this.pools.main, owner, ids, untilMs);
   }
   abandonPending(destinationId: string, nowMs: number): Promise<number> {
     return abandonPending(this.pools.main, destinationId, nowMs);

@@ -164,6 +164,9 @@ export class SqliteStore implements Store {
   async releaseLeases(owner: string, _nowMs: number, leases?: readonly HeldLease[]): Promise<number> {
     return this.leases.release(owner, leases);
   }
+  async renewLeases(owner: string, ids: readonly number[], untilMs: number): Promise<number[]> {
+    return this.leases.renew(owner, ids, untilMs);
+  }
   async abandonPending(destinationId: string, nowMs: number): Promise<number> {
     return this.db.transaction(() => abandonPending(this.db, this.leases, this.deliveries, destinationId, nowMs))();
   }
