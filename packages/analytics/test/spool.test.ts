@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative as relativePath } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { Analytics, type AnalyticsOptions, type DropEvent, type ErrorEvent } from '@ferry/analytics';
 import { within } from './support/deadline.js';
@@ -117,6 +117,20 @@ describe('durable spool', () => {
     await within(first.close(), 'close');
     const again = open();
     await within(again.close(), 'close');
+  });
+
+  it('refuses a second client that spells the same directory differently (relative and absolute)', async () => {
+    const first = open();
+    const relative = relativePath(process.cwd(), dir) || '.';
+    assert.notEqual(relative, dir);
+    assert.throws(() => open({ dir: relative }), { name: 'AnalyticsError', code: 'spool_locked' });
+    assert.throws(() => open({ dir: join(dir, '.') + '/' }), { name: 'AnalyticsError', code: 'spool_locked' });
+    first.track({ userId: 'u', event: 'A' });
+    await within(first.close(), 'close');
+    assert.deepEqual(
+      sink.accepted.map((m) => m['event']),
+      ['A'],
+    );
   });
 
   it('refuses a directory locked by another live process, and takes over the lock of a dead one', async () => {

@@ -1,4 +1,4 @@
-import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, realpathSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { AnalyticsError } from '../errors.js';
 
@@ -35,7 +35,9 @@ function ownerOf(path: string): number | undefined {
  * @returns a function that releases the lock.
  */
 export function acquireSpoolLock(dir: string): () => void {
-  const path = join(dir, lockFileName);
+  // Keyed by the resolved directory: 'spool' and its absolute path (or a symlink to it) are one
+  // directory, and a second client spelling it differently must be refused, not take the lock.
+  const path = join(realpathSync(dir), lockFileName);
   for (let attempt = 0; attempt < 3; attempt++) {
     let fd: number;
     try {
