@@ -542,8 +542,14 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
 
   #settleBatch(batch: Batch, outcome: DeliveryOutcome): void {
     const ids = () => batch.entries.map((e) => e.messageId);
-    // Answered for good either way: not to be sent again after a restart. Unconfirmed ones stay.
-    if (outcome.kind !== 'aborted') this.#spool?.confirm(batch.entries);
+    // Only what the server answered is done: accepted, or refused with a status that will never
+    // succeed. A batch that ran out of retries (an outage) or failed in the client stays in the
+    // journal for the next start; it only stops counting against maxBytes in this process.
+    if (outcome.kind === 'delivered' || (outcome.kind === 'failed' && outcome.error.code === 'rejected_by_server')) {
+      this.#spool?.confirm(batch.entries);
+    } else if (outcome.kind === 'failed') {
+      this.#spool?.releaseBudget(batch.entries);
+    }
     if (outcome.kind === 'delivered') {
       const refused = new Map(outcome.rejected.map((r) => [r.index, r]));
       const refusedIds: string[] = [];

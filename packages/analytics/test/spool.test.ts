@@ -73,6 +73,36 @@ describe('durable spool', () => {
     );
   });
 
+  it('keeps in the journal what ran out of retries, reports it failed, and sends it at the next start', async () => {
+    sink.handler = () => ({ status: 503 });
+    // Each message is about 200 bytes once stamped: the bound holds three.
+    const client = open({ maxBytes: 600 }, { maxRetries: 0, overflow: 'reject' });
+    const errors: ErrorEvent[] = [];
+    client.on('error', (e) => errors.push(e));
+    const failed: string[] = [];
+    const ids = ['A', 'B', 'C'].map((event) => client.track({ userId: 'u', event }, (error, id) => error && failed.push(id)));
+    const first = await within(client.flush(), 'flush');
+    assert.deepEqual(
+      first.failed.map((f) => f.code),
+      ['retries_exhausted', 'retries_exhausted', 'retries_exhausted'],
+    );
+    assert.deepEqual(failed, ids);
+    assert.deepEqual(errors[0]?.messageIds, ids);
+    // Reported failed, they no longer hold the in-process budget.
+    ids.push(...['D', 'E'].map((event) => client.track({ userId: 'u', event })));
+    await within(client.flush(), 'flush');
+    await within(client.close(), 'close');
+    assert.equal(sink.accepted.length, 0);
+    sink.handler = () => undefined;
+    const restarted = open();
+    assert.equal(restarted.stats.queued, 5);
+    await within(restarted.close(), 'close');
+    assert.deepEqual(
+      sink.accepted.map((m) => m['messageId']),
+      ids,
+    );
+  });
+
   it('skips a torn last record and reports it through error, not as a failure to start', async () => {
     await leaveUnconfirmed(['A', 'B']);
     // A crash mid-write: a header promising 200 bytes, then 5 of them.

@@ -251,6 +251,16 @@ export class Spool {
     }
   }
 
+  /**
+   * Stops counting messages against `maxBytes` without marking them done: reported failed in
+   * this process (retries ran out), they stay in the journal and are sent again at the next
+   * start. Their bytes stay on disk until then, so the directory can exceed `maxBytes`.
+   */
+  releaseBudget(refs: Iterable<SpoolRef>): void {
+    if (this.#closed) return;
+    for (const ref of refs) if (ref.spoolSegment !== undefined && this.#segments.has(ref.spoolSegment)) this.#liveBytes -= ref.bytes;
+  }
+
   /** Puts what was written on disk, closes the files and releases the lock. Idempotent. */
   close(): void {
     if (this.#closed) return;
