@@ -4,7 +4,7 @@ import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFi
 import { tmpdir } from 'node:os';
 import { join, relative as relativePath } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { Analytics, type AnalyticsOptions, type DropEvent, type ErrorEvent } from '@ferry/analytics';
+import { Analytics, type AnalyticsOptions, type DropEvent, type ErrorEvent, systemClock } from '@ferry/analytics';
 import { within } from './support/deadline.js';
 import { ManualClock } from './support/manual-clock.js';
 import { SinkServer } from './support/sink-server.js';
@@ -264,6 +264,25 @@ describe('durable spool', () => {
       sink.accepted.map((m) => m['event']),
       ['A', 'batch', 'call'],
     );
+  });
+
+  it('"interval": a segment rolled while its background fsync runs stays open until that fsync returns', async () => {
+    const logged: string[] = [];
+    const logger = { debug() {}, warn() {}, error: (message: string, fields?: Record<string, unknown>) => logged.push(`${message} ${JSON.stringify(fields)}`) };
+    const errors: ErrorEvent[] = [];
+    // The real clock: each 1 ms turn starts an fsync on the thread pool while the next calls roll segments.
+    const client = open({ segmentBytes: 1_000, fsyncIntervalMs: 1 }, { clock: systemClock, logger, flushAt: 100 });
+    client.on('error', (e) => errors.push(e));
+    const ids: string[] = [];
+    for (let round = 0; round < 300; round++) {
+      for (let i = 0; i < 10; i++) ids.push(client.track({ userId: 'u', event: `E${round}.${i}`, properties: { pad: 'x'.repeat(100) } }));
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    await within(client.close(), 'close');
+    assert.deepEqual(logged, []);
+    assert.deepEqual(errors, []);
+    assert.equal(sink.accepted.length, ids.length);
+    assert.deepEqual(new Set(sink.accepted.map((m) => m['messageId'])), new Set(ids));
   });
 
   it('throws spool_io_failed when the directory cannot be created, and takes no lock', () => {
