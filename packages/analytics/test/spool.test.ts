@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative as relativePath } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
@@ -179,6 +179,19 @@ describe('durable spool', () => {
     const client = open();
     assert.equal(readFileSync(join(dir, 'spool.lock'), 'utf8').trim(), String(process.pid));
     await within(client.close(), 'close');
+  });
+
+  it('treats a lock without a pid as held while it is young (a starter between create and write), and takes it over once old', async () => {
+    const lock = join(dir, 'spool.lock');
+    writeFileSync(lock, '');
+    assert.throws(() => open(), { name: 'AnalyticsError', code: 'spool_locked' });
+    assert.equal(readFileSync(lock, 'utf8'), '', 'the young lock is left alone');
+    const old = new Date(Date.now() - 60_000);
+    utimesSync(lock, old, old);
+    const client = open();
+    assert.equal(readFileSync(lock, 'utf8').trim(), String(process.pid));
+    await within(client.close(), 'close');
+    assert.deepEqual(readdirSync(dir), [], 'no temporary lock file is left');
   });
 
   it('takes over a lock naming its own pid that it does not hold (a restarted container keeps pid 1)', async () => {
