@@ -103,6 +103,25 @@ describe('durable spool', () => {
     );
   });
 
+  it('releases the lock when the constructor throws after opening the spool (a throwing logger)', async () => {
+    const ids = await leaveUnconfirmed(['A']);
+    const logger = {
+      debug() {
+        throw new Error('logger broke');
+      },
+      warn() {},
+      error() {},
+    };
+    assert.throws(() => open({}, { logger }), /logger broke/);
+    const client = open();
+    assert.equal(client.stats.queued, 1);
+    await within(client.close(), 'close');
+    assert.deepEqual(
+      sink.accepted.map((m) => m['messageId']),
+      ids,
+    );
+  });
+
   it('skips a torn last record and reports it through error, not as a failure to start', async () => {
     await leaveUnconfirmed(['A', 'B']);
     // A crash mid-write: a header promising 200 bytes, then 5 of them.
