@@ -377,21 +377,31 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
   #openSpool(options: NonNullable<ResolvedOptions['spool']>, runtime: Runtime): Spool {
     if (!runtime.openSpool) throw new AnalyticsError('invalid_option', '`spool` needs a file system, which this runtime (the edge entry) does not have.');
     const { spool, recovered, damage } = runtime.openSpool(options, this.#clock, this.#logger);
-    for (const m of recovered) {
-      this.#queue.push({ seq: ++this.#seq, messageId: m.messageId, json: m.json, bytes: m.bytes, callback: undefined, spoolSegment: m.segment });
+    let error: AnalyticsError | undefined;
+    try {
+      for (const m of recovered) {
+        this.#queue.push({ seq: ++this.#seq, messageId: m.messageId, json: m.json, bytes: m.bytes, callback: undefined, spoolSegment: m.segment });
+      }
+      if (recovered.length > 0) this.#logger.debug('spool: sending again what was not confirmed', { messages: recovered.length });
+      if (damage.length > 0) {
+        const skipped = damage.reduce((n, d) => n + d.badRecords, 0);
+        const torn = damage.reduce((n, d) => n + d.tornBytes, 0);
+        error = new AnalyticsError('spool_damaged', `The spool held ${skipped} corrupt record(s) and ${torn} byte(s) of torn tail; they were skipped.`);
+        this.#logger.error(error.message, { files: damage.length });
+      }
+    } catch (cause) {
+      // The constructor throws (a user's logger did): no client is left to release the lock.
+      spool.close();
+      throw cause;
     }
     if (recovered.length > 0) {
-      this.#logger.debug('spool: sending again what was not confirmed', { messages: recovered.length });
       this.#drainUpTo = this.#seq;
       this.#schedulePump();
     }
-    if (damage.length > 0) {
-      const skipped = damage.reduce((n, d) => n + d.badRecords, 0);
-      const torn = damage.reduce((n, d) => n + d.tornBytes, 0);
-      const error = new AnalyticsError('spool_damaged', `The spool held ${skipped} corrupt record(s) and ${torn} byte(s) of torn tail; they were skipped.`);
-      this.#logger.error(error.message, { files: damage.length });
+    if (error) {
+      const damaged = error;
       // After the constructor returns, so a listener attached right after construction hears it.
-      queueMicrotask(() => this.emit('error', { error, messageIds: [] }));
+      queueMicrotask(() => this.emit('error', { error: damaged, messageIds: [] }));
     }
     return spool;
   }
@@ -542,8 +552,14 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
 
   #settleBatch(batch: Batch, outcome: DeliveryOutcome): void {
     const ids = () => batch.entries.map((e) => e.messageId);
-    // Answered for good either way: not to be sent again after a restart. Unconfirmed ones stay.
-    if (outcome.kind !== 'aborted') this.#spool?.confirm(batch.entries);
+    // Only what the server answered is done: accepted, or refused with a status that will never
+    // succeed. A batch that ran out of retries (an outage) or failed in the client stays in the
+    // journal for the next start; it only stops counting against maxBytes in this process.
+    if (outcome.kind === 'delivered' || (outcome.kind === 'failed' && outcome.error.code === 'rejected_by_server')) {
+      this.#spool?.confirm(batch.entries);
+    } else if (outcome.kind === 'failed') {
+      this.#spool?.releaseBudget(batch.entries);
+    }
     if (outcome.kind === 'delivered') {
       const refused = new Map(outcome.rejected.map((r) => [r.index, r]));
       const refusedIds: string[] = [];

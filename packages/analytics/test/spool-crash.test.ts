@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -12,17 +12,24 @@ import { countIds, SinkServer } from './support/sink-server.js';
 const packageDir = fileURLToPath(new URL('..', import.meta.url));
 const writer = fileURLToPath(new URL('./support/spool-writer.ts', import.meta.url));
 const kills = 5;
+// Small segments (a message is about 250 bytes): kills also land around rolls and the deletion
+// of fully acknowledged segments.
+const segmentBytes = 2_000;
 // A child compiles the client's sources through tsx before its first line: on a busy two-core
 // machine that alone has taken several seconds, so a child gets longer than a plain wait.
 const childWaitMs = 30_000;
 
 /** A spool-writer child with its output split into lines as they come. */
 function startWriter(endpoint: string, dir: string, calls: number) {
-  const child: ChildProcess = spawn(process.execPath, ['--conditions=ferry-source', '--import', 'tsx', writer, endpoint, dir, String(calls)], {
-    cwd: packageDir,
-    env: { ...process.env, DEBUG: '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child: ChildProcess = spawn(
+    process.execPath,
+    ['--conditions=ferry-source', '--import', 'tsx', writer, endpoint, dir, String(calls), String(segmentBytes)],
+    {
+      cwd: packageDir,
+      env: { ...process.env, DEBUG: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   const lines: string[] = [];
   let partial = '';
   let stderr = '';
@@ -77,6 +84,11 @@ describe('durable spool under SIGKILL', () => {
       returned.push(...ids);
       t.diagnostic(`round ${round + 1}: ${w.lines[0]}, killed after ${ids.length} returned calls`);
     }
+    // Each start takes the next segment id, so ids past one per start show that segments rolled.
+    const segmentIds = readdirSync(dir)
+      .filter((f) => f.endsWith('.log'))
+      .map((f) => Number.parseInt(f, 10));
+    assert.ok(Math.max(...segmentIds) > kills + 1, `segments rolled during the rounds (${segmentIds.join(', ')})`);
     const last = startWriter(sink.url, dir, 0);
     assert.equal(await within(last.exited, 'the last writer to close', childWaitMs), 0, last.stderr());
     assert.match(last.lines.at(-1) ?? '', /^closed complete \d+$/);

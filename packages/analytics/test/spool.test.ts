@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative as relativePath } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { Analytics, type AnalyticsOptions, type DropEvent, type ErrorEvent } from '@ferry/analytics';
+import { Analytics, type AnalyticsOptions, type DropEvent, type ErrorEvent, systemClock } from '@ferry/analytics';
 import { within } from './support/deadline.js';
 import { ManualClock } from './support/manual-clock.js';
 import { SinkServer } from './support/sink-server.js';
@@ -73,6 +73,55 @@ describe('durable spool', () => {
     );
   });
 
+  it('keeps in the journal what ran out of retries, reports it failed, and sends it at the next start', async () => {
+    sink.handler = () => ({ status: 503 });
+    // Each message is about 200 bytes once stamped: the bound holds three.
+    const client = open({ maxBytes: 600 }, { maxRetries: 0, overflow: 'reject' });
+    const errors: ErrorEvent[] = [];
+    client.on('error', (e) => errors.push(e));
+    const failed: string[] = [];
+    const ids = ['A', 'B', 'C'].map((event) => client.track({ userId: 'u', event }, (error, id) => error && failed.push(id)));
+    const first = await within(client.flush(), 'flush');
+    assert.deepEqual(
+      first.failed.map((f) => f.code),
+      ['retries_exhausted', 'retries_exhausted', 'retries_exhausted'],
+    );
+    assert.deepEqual(failed, ids);
+    assert.deepEqual(errors[0]?.messageIds, ids);
+    // Reported failed, they no longer hold the in-process budget.
+    ids.push(...['D', 'E'].map((event) => client.track({ userId: 'u', event })));
+    await within(client.flush(), 'flush');
+    await within(client.close(), 'close');
+    assert.equal(sink.accepted.length, 0);
+    sink.handler = () => undefined;
+    const restarted = open();
+    assert.equal(restarted.stats.queued, 5);
+    await within(restarted.close(), 'close');
+    assert.deepEqual(
+      sink.accepted.map((m) => m['messageId']),
+      ids,
+    );
+  });
+
+  it('releases the lock when the constructor throws after opening the spool (a throwing logger)', async () => {
+    const ids = await leaveUnconfirmed(['A']);
+    const logger = {
+      debug() {
+        throw new Error('logger broke');
+      },
+      warn() {},
+      error() {},
+    };
+    assert.throws(() => open({}, { logger }), /logger broke/);
+    const client = open();
+    assert.equal(client.stats.queued, 1);
+    await within(client.close(), 'close');
+    assert.deepEqual(
+      sink.accepted.map((m) => m['messageId']),
+      ids,
+    );
+  });
+
   it('skips a torn last record and reports it through error, not as a failure to start', async () => {
     await leaveUnconfirmed(['A', 'B']);
     // A crash mid-write: a header promising 200 bytes, then 5 of them.
@@ -119,6 +168,20 @@ describe('durable spool', () => {
     await within(again.close(), 'close');
   });
 
+  it('refuses a second client that spells the same directory differently (relative and absolute)', async () => {
+    const first = open();
+    const relative = relativePath(process.cwd(), dir) || '.';
+    assert.notEqual(relative, dir);
+    assert.throws(() => open({ dir: relative }), { name: 'AnalyticsError', code: 'spool_locked' });
+    assert.throws(() => open({ dir: join(dir, '.') + '/' }), { name: 'AnalyticsError', code: 'spool_locked' });
+    first.track({ userId: 'u', event: 'A' });
+    await within(first.close(), 'close');
+    assert.deepEqual(
+      sink.accepted.map((m) => m['event']),
+      ['A'],
+    );
+  });
+
   it('refuses a directory locked by another live process, and takes over the lock of a dead one', async () => {
     const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 20000)'], { stdio: 'ignore' });
     try {
@@ -135,6 +198,19 @@ describe('durable spool', () => {
     const client = open();
     assert.equal(readFileSync(join(dir, 'spool.lock'), 'utf8').trim(), String(process.pid));
     await within(client.close(), 'close');
+  });
+
+  it('treats a lock without a pid as held while it is young (a starter between create and write), and takes it over once old', async () => {
+    const lock = join(dir, 'spool.lock');
+    writeFileSync(lock, '');
+    assert.throws(() => open(), { name: 'AnalyticsError', code: 'spool_locked' });
+    assert.equal(readFileSync(lock, 'utf8'), '', 'the young lock is left alone');
+    const old = new Date(Date.now() - 60_000);
+    utimesSync(lock, old, old);
+    const client = open();
+    assert.equal(readFileSync(lock, 'utf8').trim(), String(process.pid));
+    await within(client.close(), 'close');
+    assert.deepEqual(readdirSync(dir), [], 'no temporary lock file is left');
   });
 
   it('takes over a lock naming its own pid that it does not hold (a restarted container keeps pid 1)', async () => {
@@ -220,6 +296,25 @@ describe('durable spool', () => {
       sink.accepted.map((m) => m['event']),
       ['A', 'batch', 'call'],
     );
+  });
+
+  it('"interval": a segment rolled while its background fsync runs stays open until that fsync returns', async () => {
+    const logged: string[] = [];
+    const logger = { debug() {}, warn() {}, error: (message: string, fields?: Record<string, unknown>) => logged.push(`${message} ${JSON.stringify(fields)}`) };
+    const errors: ErrorEvent[] = [];
+    // The real clock: each 1 ms turn starts an fsync on the thread pool while the next calls roll segments.
+    const client = open({ segmentBytes: 1_000, fsyncIntervalMs: 1 }, { clock: systemClock, logger, flushAt: 100 });
+    client.on('error', (e) => errors.push(e));
+    const ids: string[] = [];
+    for (let round = 0; round < 300; round++) {
+      for (let i = 0; i < 10; i++) ids.push(client.track({ userId: 'u', event: `E${round}.${i}`, properties: { pad: 'x'.repeat(100) } }));
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    await within(client.close(), 'close');
+    assert.deepEqual(logged, []);
+    assert.deepEqual(errors, []);
+    assert.equal(sink.accepted.length, ids.length);
+    assert.deepEqual(new Set(sink.accepted.map((m) => m['messageId'])), new Set(ids));
   });
 
   it('throws spool_io_failed when the directory cannot be created, and takes no lock', () => {

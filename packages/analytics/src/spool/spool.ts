@@ -42,6 +42,12 @@ interface Segment {
   /** Open only for the active (last) segment. */
   logFd: number | undefined;
   ackFd: number | undefined;
+  /** Records appended by this process: tells whether a background fsync covered all of them. */
+  appends: number;
+  /** Background fsyncs running on `logFd`: it must stay open until they return. */
+  syncing: number;
+  /** Closed while an fsync was running: its callback closes `logFd`. */
+  closeAfterSync: boolean;
 }
 
 function writeFully(fd: number, buf: Buffer, length = buf.length): void {
@@ -116,7 +122,7 @@ export class Spool {
           continue;
         }
         recovered.push(...found.messages);
-        kept.push({ id, live: found.messages.length, bytes: found.bytes, logFd: undefined, ackFd: undefined });
+        kept.push({ id, live: found.messages.length, bytes: found.bytes, logFd: undefined, ackFd: undefined, appends: 0, syncing: 0, closeAfterSync: false });
       }
       const spool = new Spool(options, clock, logger, release, (logs.at(-1) ?? 0) + 1);
       for (const s of kept) spool.#segments.set(s.id, s);
@@ -200,16 +206,20 @@ export class Spool {
     }
     seg.bytes += length;
     seg.live++;
+    seg.appends++;
     this.#liveBytes += bytes;
     if (this.#options.fsync === 'call') return seg.id;
     this.#dirty = true;
-    if (this.#options.fsync === 'interval' && this.#timer === undefined) {
-      this.#timer = this.#clock.setTimeout(() => {
-        this.#timer = undefined;
-        this.#syncInBackground();
-      }, this.#options.fsyncIntervalMs);
-    }
+    this.#armSyncTimer();
     return seg.id;
+  }
+
+  #armSyncTimer(): void {
+    if (this.#options.fsync !== 'interval' || this.#timer !== undefined || this.#closed) return;
+    this.#timer = this.#clock.setTimeout(() => {
+      this.#timer = undefined;
+      this.#syncInBackground();
+    }, this.#options.fsyncIntervalMs);
   }
 
   /** With the `batch` policy, puts what was appended on disk before a request leaves. */
@@ -251,6 +261,16 @@ export class Spool {
     }
   }
 
+  /**
+   * Stops counting messages against `maxBytes` without marking them done: reported failed in
+   * this process (retries ran out), they stay in the journal and are sent again at the next
+   * start. Their bytes stay on disk until then, so the directory can exceed `maxBytes`.
+   */
+  releaseBudget(refs: Iterable<SpoolRef>): void {
+    if (this.#closed) return;
+    for (const ref of refs) if (ref.spoolSegment !== undefined && this.#segments.has(ref.spoolSegment)) this.#liveBytes -= ref.bytes;
+  }
+
   /** Puts what was written on disk, closes the files and releases the lock. Idempotent. */
   close(): void {
     if (this.#closed) return;
@@ -266,7 +286,16 @@ export class Spool {
   }
 
   #startSegment(id: number): Segment {
-    const seg: Segment = { id, live: 0, bytes: 0, logFd: openSync(logPath(this.#options.dir, id), 'a'), ackFd: undefined };
+    const seg: Segment = {
+      id,
+      live: 0,
+      bytes: 0,
+      logFd: openSync(logPath(this.#options.dir, id), 'a'),
+      ackFd: undefined,
+      appends: 0,
+      syncing: 0,
+      closeAfterSync: false,
+    };
     this.#segments.set(id, seg);
     this.#syncDirectory();
     return seg;
@@ -306,10 +335,17 @@ export class Spool {
     this.#dirty = false;
   }
 
+  // A file with a background fsync running stays open until it returns: closed now, its fsync
+  // would fail with EBADF (or force whatever file reused the descriptor) and never force its writes.
   #closeLog(seg: Segment): void {
     if (seg.logFd === undefined) return;
-    closeSync(seg.logFd);
+    if (seg.syncing > 0) {
+      seg.closeAfterSync = true;
+      return;
+    }
+    const fd = seg.logFd;
     seg.logFd = undefined;
+    closeSync(fd);
   }
 
   // The interval policy's fsync runs on libuv's thread pool: a synchronous one would stop every
@@ -317,20 +353,41 @@ export class Spool {
   #syncInBackground(): void {
     if (!this.#dirty || this.#closed) return;
     this.#dirty = false;
-    const segments = [...this.#unsynced, this.#active];
+    const segments = [...this.#unsynced, this.#active].filter((seg) => seg.logFd !== undefined);
     this.#backgroundSyncs++;
     let left = segments.length;
+    if (left === 0) this.#backgroundSyncs--;
     for (const seg of segments) {
+      const appends = seg.appends;
+      seg.syncing++;
       fsync(seg.logFd!, (error) => {
+        seg.syncing--;
+        if (--left === 0) this.#backgroundSyncs--;
+        if (error && !this.#closed && seg !== this.#active && this.#segments.has(seg.id)) {
+          // Forced again at the next turn: a rolled segment waits open in the unsynced list.
+          seg.closeAfterSync = false;
+          this.#unsynced.add(seg);
+        } else if (seg.closeAfterSync && seg.syncing === 0) {
+          seg.closeAfterSync = false;
+          this.#closeLogQuietly(seg);
+        }
         if (this.#closed) return;
         if (error) {
           this.#dirty = true;
           this.#logger.error('spool: fsync failed', { error: String(error) });
-        } else if (seg !== this.#active && this.#unsynced.delete(seg)) {
-          this.#closeLog(seg);
+          this.#armSyncTimer();
+        } else if (seg !== this.#active && seg.appends === appends && this.#unsynced.delete(seg)) {
+          this.#closeLogQuietly(seg);
         }
-        if (--left === 0) this.#backgroundSyncs--;
       });
+    }
+  }
+
+  #closeLogQuietly(seg: Segment): void {
+    try {
+      this.#closeLog(seg);
+    } catch (error) {
+      this.#logger.error('spool: could not close a segment', { error: String(error), segment: seg.id });
     }
   }
 
@@ -343,15 +400,17 @@ export class Spool {
   }
 
   #closeFiles(seg: Segment): void {
-    for (const fd of [seg.logFd, seg.ackFd]) {
-      if (fd === undefined) continue;
-      try {
-        closeSync(fd);
-      } catch {
-        // Closing is best effort; the data was written already.
-      }
+    try {
+      this.#closeLog(seg);
+    } catch {
+      // Closing is best effort; the data was written already.
     }
-    seg.logFd = undefined;
+    if (seg.ackFd === undefined) return;
+    try {
+      closeSync(seg.ackFd);
+    } catch {
+      // As above.
+    }
     seg.ackFd = undefined;
   }
 
