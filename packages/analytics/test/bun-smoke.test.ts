@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { waitLimitMs } from './support/deadline.js';
+import { runProcess } from './support/run-child.js';
 import { countIds, SinkServer } from './support/sink-server.js';
 
 const require = createRequire(import.meta.url);
@@ -23,23 +22,6 @@ function bunBinary(): string {
   } catch {
     throw new Error(`Bun is not installed (${name}): run npm ci at the repository's root`);
   }
-}
-
-/** Runs a TypeScript file under Bun (which loads the client's sources as they are). */
-function runBun(file: string, env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(bunBinary(), ['run', file], {
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      timeout: waitLimitMs,
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
 }
 
 /** A script that sends `count` track calls through the given entry and prints what flush and close said. */
@@ -83,7 +65,7 @@ describe('the client under Bun', () => {
       writeFileSync(file, script(c.entry, c.options));
       const firstAccepted = sink.accepted.length;
       const firstRequest = sink.requests.length;
-      const run = await runBun(file, { SINK: sink.url, COUNT: '250' });
+      const run = await runProcess(bunBinary(), ['run', file], { SINK: sink.url, COUNT: '250' });
       assert.equal(run.code, 0, run.stderr);
       const out = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as { runtime: string; ids: string[]; fetches: number };
       assert.match(out.runtime, /^bun \d/);

@@ -1,58 +1,22 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
+import { childWaitMs, startWithLines } from './support/child-lines.js';
 import { within } from './support/deadline.js';
 import { countIds, SinkServer } from './support/sink-server.js';
 
-const packageDir = fileURLToPath(new URL('..', import.meta.url));
 const writer = fileURLToPath(new URL('./support/spool-writer.ts', import.meta.url));
 const kills = 5;
 // Small segments (a message is about 250 bytes): kills also land around rolls and the deletion
 // of fully acknowledged segments.
 const segmentBytes = 2_000;
-// A child compiles the client's sources through tsx before its first line: on a busy two-core
-// machine that alone has taken several seconds, so a child gets longer than a plain wait.
-const childWaitMs = 30_000;
-
 /** A spool-writer child with its output split into lines as they come. */
 function startWriter(endpoint: string, dir: string, calls: number) {
-  const child: ChildProcess = spawn(
-    process.execPath,
-    ['--conditions=ferry-source', '--import', 'tsx', writer, endpoint, dir, String(calls), String(segmentBytes)],
-    {
-      cwd: packageDir,
-      env: { ...process.env, DEBUG: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  const lines: string[] = [];
-  let partial = '';
-  let stderr = '';
-  const watchers: Array<() => void> = [];
-  child.stdout!.on('data', (d: Buffer) => {
-    const parts = (partial + d.toString()).split('\n');
-    partial = parts.pop()!;
-    lines.push(...parts);
-    for (const w of watchers) w();
-  });
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const untilLines = (n: number) =>
-    within(
-      new Promise<void>((resolve) => {
-        const check = () => lines.length >= n && resolve();
-        watchers.push(check);
-        check();
-      }),
-      `${n} lines from the writer (have ${lines.length}; stderr: ${stderr})`,
-      childWaitMs,
-    );
-  return { child, lines, exited, untilLines, stderr: () => stderr };
+  return startWithLines([writer, endpoint, dir, String(calls), String(segmentBytes)]);
 }
 
 const isId = (line: string) => /^[0-9a-f-]{36}$/.test(line);

@@ -3,14 +3,11 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
+import { childWaitMs, startWithLines } from './support/child-lines.js';
 import { within } from './support/deadline.js';
 
-const packageDir = fileURLToPath(new URL('..', import.meta.url));
 const starters = 4;
-// A child compiles the sources through tsx before its first line, which takes seconds on a busy machine.
-const childWaitMs = 30_000;
 
 // Waits for the `go` file so every child tries at the same moment, reports, then holds what it
 // took until `done` exists, so no lock is released before the others have tried.
@@ -33,31 +30,7 @@ while (!existsSync(done) && Date.now() < until) await tick(5);
 `;
 
 function startStarter(dir: string, go: string, done: string) {
-  const child = spawn(process.execPath, ['--conditions=ferry-source', '--import', 'tsx', '--input-type=module', '-e', starter, dir, go, done], {
-    cwd: packageDir,
-    env: { ...process.env, DEBUG: '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const lines: string[] = [];
-  let stderr = '';
-  const watchers: Array<() => void> = [];
-  child.stdout.on('data', (d: Buffer) => {
-    lines.push(...d.toString().split('\n').filter(Boolean));
-    for (const w of watchers) w();
-  });
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-  const untilLines = (n: number) =>
-    within(
-      new Promise<void>((resolve) => {
-        const check = () => lines.length >= n && resolve();
-        watchers.push(check);
-        check();
-      }),
-      `${n} lines from a starter (have ${lines.length}; stderr: ${stderr})`,
-      childWaitMs,
-    );
-  return { child, lines, exited, untilLines };
+  return startWithLines(['--input-type=module', '-e', starter, dir, go, done]);
 }
 
 describe('spool lock between processes', () => {

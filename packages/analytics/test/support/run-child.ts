@@ -17,8 +17,13 @@ export interface ChildResult {
  * still running after the wait limit is killed.
  */
 export function runModule(source: string, args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<ChildResult> {
+  return runProcess(process.execPath, ['--conditions=ferry-source', '--import', 'tsx', '--input-type=module', '-e', source, ...args], env);
+}
+
+/** Runs a program from the package's folder and collects its output; killed after the wait limit. */
+export function runProcess(command: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<ChildResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--conditions=ferry-source', '--import', 'tsx', '--input-type=module', '-e', source, ...args], {
+    const child = spawn(command, args, {
       cwd: packageDir,
       env: { ...process.env, DEBUG: '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
