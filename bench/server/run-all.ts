@@ -17,6 +17,7 @@
  *   npx tsx bench/server/run-all.ts --only outage     # a receiver down under load, circuit breaker on beside off
  *   npx tsx bench/server/run-all.ts --only retention  # five minutes of steady load kept one minute: disk flat, ingestion with pruning beside without (also in --full)
  *   npx tsx bench/server/run-all.ts --store postgres   # the same set against PostgreSQL
+ *   npx tsx bench/server/run-all.ts --only nodes --store postgres  # one node against two on one schema (PostgreSQL only)
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -27,6 +28,7 @@ import { halfSustainableRate, runEndToEnd } from './end-to-end.js';
 import { runIngest } from './ingest.js';
 import { runIsolation } from './isolation.js';
 import { runMetrics } from './metrics.js';
+import { runNodes } from './nodes.js';
 import { runOutage } from './outage.js';
 import { runRetention } from './retention.js';
 import { runSigning } from './signing.js';
@@ -77,6 +79,11 @@ if (only?.includes('retention') || (full && !only))
       ? { seconds: 40, rate: 300, retentionS: 10, pruneMs: 2000, runs: 1, rateSeconds: 6 }
       : { seconds: 300, rate: 500, retentionS: 60, pruneMs: 5000, runs: 4, rateSeconds: 15 },
   );
+// Two nodes on one database: run when asked for by name (PostgreSQL only; on SQLite it says so and skips).
+if (only?.includes('nodes')) {
+  const nodes = await runNodes({ events: quick ? 10_000 : 40_000, runs: quick ? 1 : 3, seconds: quick ? 4 : 8, connections: 64, timeoutS: 180 });
+  if (nodes) results['nodes'] = nodes;
+}
 if (want('backlog-memory')) results['backlog-memory'] = await runBacklogMemory({ events: sizes.backlogEvents, drainTimeoutS: full ? 1800 : 900 });
 
 const r = results;
@@ -137,6 +144,13 @@ if (r['retention'])
     `store ${(r['retention'].laterMaxBytes / 1e6).toFixed(1)} MB at most after the first window of ${(r['retention'].firstWindowBytes / 1e6).toFixed(1)} MB (${r['retention'].growth} x); ingestion with pruning ${r['retention'].ingestRatio} x without`,
     'flat (<= 1.25 x); >= 0.9 x',
     r['retention'].goalMet ? 'met' : 'NOT met',
+  ]);
+if (r['nodes'])
+  rows.push([
+    'nodes on one database',
+    `delivery ${r['nodes'].delivery1PerSec}/s with 1 node, ${r['nodes'].delivery2PerSec}/s with 2 (${r['nodes'].deliveryRatio} x); ingestion ${r['nodes'].ingest1EventsPerSec} and ${r['nodes'].ingest2EventsPerSec} events/s (${r['nodes'].ingestRatio} x)`,
+    'report',
+    r['nodes'].checked ? 'each job once, every 200 committed' : 'CHECK FAILED',
   ]);
 printTable(`Server benchmarks, ${storeKind} store (${((Date.now() - started) / 60000).toFixed(1)} min)`, ['benchmark', 'result', 'goal', 'status'], rows);
 // A partial run (--only) updates its benchmarks in the summary and keeps the others' last results.

@@ -457,6 +457,11 @@ export async function startFerry(opts: {
   metrics?: boolean;
   /** With `metrics` set: the retention pruner's interval (default one minute). */
   pruneIntervalMs?: number;
+  /**
+   * With --store postgres: the data dir whose schema this server uses (default its own): a
+   * second node on the same database keeps its own data dir (its own node id) and shares the first's schema.
+   */
+  schemaDir?: string;
 }): Promise<FerryServer> {
   const nodeArgs = [...(opts.nodeArgs ?? [])];
   const prof = process.env['BENCH_CPU_PROF'];
@@ -483,7 +488,7 @@ export async function startFerry(opts: {
   if (usePostgres) {
     await ensureStore();
     env['DATABASE_URL'] = databaseUrl;
-    env['FERRY_DATABASE_SCHEMA'] = trackSchema(opts.dataDir);
+    env['FERRY_DATABASE_SCHEMA'] = trackSchema(opts.schemaDir ?? opts.dataDir);
   }
   const proc = spawn(process.execPath, cmd, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env });
   let out = '';
