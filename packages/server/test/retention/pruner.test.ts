@@ -7,6 +7,7 @@ import pg from 'pg';
 import { DAY_MS, defaultRetention, type RetentionSettings } from '../../src/model/retention.js';
 import { RetentionPruner } from '../../src/retention/pruner.js';
 import { loadRetention, saveRetention } from '../../src/retention/retention-settings.js';
+import { vacuumThreshold } from '../../src/store/postgres/pg-retention.js';
 import { PgStore } from '../../src/store/postgres/pg-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { NewEvent, PruneBatchRequest, Store } from '../../src/store/store.js';
@@ -298,4 +299,33 @@ test('two PostgreSQL nodes pruning at once delete each row once', async (t) => {
   } finally {
     await client.end();
   }
+});
+
+test('the vacuum threshold is a fifth of the table, as autovacuum would use, and at least 1,000 deletions', () => {
+  assert.equal(vacuumThreshold(0), 1_000);
+  assert.equal(vacuumThreshold(4_000), 1_000);
+  assert.equal(vacuumThreshold(30_000), 6_000);
+  assert.equal(vacuumThreshold(10_000_000), 2_000_000);
+});
+
+test('with autovacuum off, PostgreSQL tables the pruner deleted a fifth of are vacuumed by it', async (t) => {
+  const onCleanup = cleanups(t);
+  const { url, schema } = await freshSchema(onCleanup);
+  const store = await PgStore.open({ connectionString: url, schema, poolSize: 2 });
+  onCleanup(() => store.close());
+  await saveRetention(store, { ...defaultRetention, events: 1 });
+  for (let i = 0; i < 3; i++)
+    await store.ingest({ receivedAtMs: t0, events: Array.from({ length: 500 }, (_, j) => event(`v${i}-${j}`, t0, { deliveries: [] })), rejections: [] });
+  const client = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
+  await client.connect();
+  onCleanup(() => client.end());
+  // A table never vacuumed nor analysed has no row estimate (-1); a VACUUM sets it.
+  const estimate = async () =>
+    Number((await client.query(`SELECT reltuples FROM pg_class WHERE relname = 'events' AND relnamespace = current_schema()::regnamespace`)).rows[0].reltuples);
+  assert.equal(await estimate(), -1);
+  const run = await pruner(store, new ManualClock(t0 + 10 * DAY_MS)).runOnce();
+  assert.equal(run.deleted.events, 1_499);
+  const autovacuum = (await client.query(`SHOW autovacuum`)).rows[0].autovacuum as string;
+  // With autovacuum on it is left to autovacuum, which may or may not have come by yet.
+  if (autovacuum === 'off') assert.equal(await estimate(), 1);
 });

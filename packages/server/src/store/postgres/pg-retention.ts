@@ -3,16 +3,27 @@ import type { PruneBatchRequest, PruneBatchResult, RetentionStore, StoreRowEstim
 import { beforeCutoff, retentionTables } from '../retention-tables.js';
 import { inTransaction } from './pg-pools.js';
 
-/** Rows deleted from a table since its last vacuum by this node past which, with autovacuum off, the pruner vacuums it. */
-export const VACUUM_AFTER_ROWS = 50_000;
+/** Least rows deleted from a table since its last vacuum by this node before, with autovacuum off, the pruner vacuums it. */
+export const VACUUM_AFTER_ROWS = 1_000;
+/** Share of a table's rows deleted past which the pruner vacuums it: autovacuum's own default rule (`autovacuum_vacuum_scale_factor`). */
+export const VACUUM_SCALE_FACTOR = 0.2;
+
+/**
+ * Deletions after which the pruner vacuums a table of about `rows` rows: a fifth of it, as
+ * autovacuum would, so the space a steady load frees is reused before the table grows much
+ * past one retention window; never fewer than {@link VACUUM_AFTER_ROWS}.
+ */
+export function vacuumThreshold(rows: number): number {
+  return Math.max(VACUUM_AFTER_ROWS, Math.round(VACUUM_SCALE_FACTOR * rows));
+}
 
 /**
  * Retention on PostgreSQL. Each batch is a transaction that first takes the schema's prune
  * lock (`pg_try_advisory_xact_lock`): with several nodes, one prunes at a time and the others,
  * finding it taken, leave the run to it; the lock goes with the transaction, so a node that
  * dies holds nothing. Deleted rows are left to autovacuum, which keeps the tables from growing
- * past their size in steady state; where it is off, the pruner vacuums a table itself after
- * {@link VACUUM_AFTER_ROWS} deletions.
+ * past their size in steady state; where it is off, the pruner vacuums a table itself once its deletions pass
+ * {@link vacuumThreshold}.
  */
 export class PgRetention implements RetentionStore {
   private readonly deletedSinceVacuum = new Map<string, number>();
@@ -50,7 +61,9 @@ export class PgRetention implements RetentionStore {
   }
 
   async reclaimSpace(): Promise<number> {
-    const pruned = [...this.deletedSinceVacuum].filter(([, n]) => n >= VACUUM_AFTER_ROWS);
+    if (![...this.deletedSinceVacuum.values()].some((n) => n >= VACUUM_AFTER_ROWS)) return 0;
+    const sizes = await this.rowEstimates();
+    const pruned = [...this.deletedSinceVacuum].filter(([table, n]) => n >= vacuumThreshold(sizes[table as keyof StoreRowEstimates] ?? 0));
     if (pruned.length === 0) return 0;
     const { rows } = await this.pool.query<{ setting: string }>(`SELECT setting FROM pg_settings WHERE name = 'autovacuum'`);
     for (const [table] of pruned) {
