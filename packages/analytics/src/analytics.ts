@@ -250,6 +250,7 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
    * ends the wait. Never rejects; the client stays open.
    */
   flush(options: FlushOptions = {}): Promise<FlushResult> {
+    checkBound(options);
     if (this.#plugins.length === 0) return this.#flushNow(options);
     // The plugins' flush hooks go first, so what a plugin sends from its hook is part of this flush.
     const startedAt = this.#clock.now();
@@ -265,6 +266,7 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
    */
   close(options: FlushOptions = {}): Promise<FlushResult> {
     if (this.#closing) return this.#closing;
+    checkBound(options);
     if (this.#plugins.length === 0) return (this.#closing = this.#closeNow(options));
     const startedAt = this.#clock.now();
     this.#closing = this.#runHooks('close', options, startedAt).then(() => this.#closeNow(this.#remaining(options, startedAt)));
@@ -620,9 +622,6 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
 
   #wait(options: FlushOptions, giveUp: boolean): Promise<FlushResult> {
     const timeoutMs = options.timeoutMs ?? options.timeout;
-    if (timeoutMs !== undefined && (!Number.isFinite(timeoutMs) || timeoutMs < 0)) {
-      throw new AnalyticsError('invalid_option', '`timeoutMs` must be a number >= 0.');
-    }
     return new Promise<FlushResult>((resolve) => {
       let timer: TimerHandle | undefined;
       let done = false;
@@ -665,5 +664,13 @@ export class Analytics extends TypedEmitter<AnalyticsEvents> {
       'unconfirmed',
       abandoned.map((e) => e.messageId),
     );
+  }
+}
+
+// Checked before any plugin hook runs, so a bad bound is refused the same way with or without plugins.
+function checkBound(options: FlushOptions): void {
+  const timeoutMs = options.timeoutMs ?? options.timeout;
+  if (timeoutMs !== undefined && (!Number.isFinite(timeoutMs) || timeoutMs < 0)) {
+    throw new AnalyticsError('invalid_option', '`timeoutMs` must be a number >= 0.');
   }
 }

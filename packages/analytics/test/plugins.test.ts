@@ -220,6 +220,16 @@ describe('plugins', () => {
     );
   });
 
+  it('refuses a bad time bound the same way with plugins as without, before any hook runs', () => {
+    let hooks = 0;
+    client.register({ name: 'counting', flush: () => void hooks++, close: () => void hooks++ });
+    const invalid = (e: unknown) => e instanceof AnalyticsError && e.code === 'invalid_option';
+    assert.throws(() => client.flush({ timeoutMs: -1 }), invalid);
+    assert.throws(() => client.flush({ timeoutMs: Number.NaN }), invalid);
+    assert.throws(() => client.close({ timeout: -5 }), invalid);
+    assert.equal(hooks, 0);
+  });
+
   it('refuses what is not a plugin with invalid_plugin, and register after close with closed', async () => {
     const code = (fn: () => unknown) => {
       try {

@@ -17,11 +17,12 @@ export type ResolvedDeliverySettings = DeliverySettings & { claimBatchSize: numb
  * `exchangeMs` is the slowest exchange seen lately ({@link RecentSlowest}; the time a slot
  * was taken, response body included, or the age of one still in flight), or `timeoutMs`
  * when none was seen: a destination that answers in a millisecond may hold a whole claim
- * batch ready, one that may take the full timeout holds 5 per slot (60 s lease, 5 s
- * timeout). Either way, at most `claimBatchSize` per destination, and over all of them a
+ * batch ready, one that may take the full timeout holds none with the defaults (12 s lease,
+ * 5 s timeout; 5 per slot with a 60 s lease). The limit is worked out on the lease as claimed,
+ * so it holds even if no renewal lands. Either way, at most `claimBatchSize` per destination, and over all of them a
  * claim batch for each destination that can be busy at once (`concurrency /
  * perDestinationConcurrency`). If a fast endpoint turns slow while jobs wait, those whose
- * lease would run out are not started; they are claimed again when it does.
+ * lease (as last renewed) would run out are not started; they are claimed again when it does.
  */
 export function readyLimits(
   settings: Pick<ResolvedDeliverySettings, 'leaseMs' | 'timeoutMs' | 'claimBatchSize' | 'perDestinationConcurrency' | 'concurrency'>,
