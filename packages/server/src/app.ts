@@ -29,6 +29,7 @@ import { healthRoutes } from './lifecycle/health-routes.js';
 import { Lifecycle, type StopOptions } from './lifecycle/lifecycle.js';
 import { FerryMetrics } from './metrics/ferry-metrics.js';
 import { metricsRoutes } from './metrics/metrics-routes.js';
+import { dashboardRoutes } from './dashboard/dashboard-routes.js';
 import { RegulationRunner } from './regulations/regulation-runner.js';
 import { defaultReplaySettings, ReplayJobRunner, type ReplaySettings } from './replay/replay-job-runner.js';
 import { RetentionPruner } from './retention/pruner.js';
@@ -118,6 +119,11 @@ export interface FerryOptions {
   tokenCacheMs?: number;
   /** Time between two runs of the retention's pruner (`retention/pruner.ts`). Default one minute. */
   pruneIntervalMs?: number;
+  /**
+   * Where the built dashboard is read from, served at `/dashboard/` on the admin listener.
+   * Default the server package's `dashboard-assets/`, written by `npm run build`.
+   */
+  dashboardAssets?: string;
 }
 
 /** Where the admin listener listens; see {@link FerryOptions.admin}. */
@@ -320,6 +326,8 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     circuits: worker.circuits,
   });
   if (metrics) await metricsRoutes(adminApp, { metrics, tokens, public: options.metricsPublic });
+  // The dashboard calls the admin API from the page's own origin, so it lives on the same listener.
+  await dashboardRoutes(adminApp, { assetsDir: options.dashboardAssets });
 
   const listen = async (port: number, host: string): Promise<FerryUrls> => {
     const url = (await app.listen({ port, host })).replace('[::1]', 'localhost');
