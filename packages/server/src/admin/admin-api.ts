@@ -20,6 +20,7 @@ import { tokenRoutes, tokenView } from './token-routes.js';
 import { tailRoutes } from './tail-routes.js';
 import { statsRoutes, type StatsRouteDeps } from './stats-routes.js';
 import { secretRoutes } from './secret-routes.js';
+import { sessionRoutes } from './session-routes.js';
 import { refuseUnknownKeys } from './unknown-keys.js';
 import type { AttemptWindows } from '../metrics/attempt-windows.js';
 
@@ -73,6 +74,7 @@ export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps)
           await secretRoutes(v1, { catalog: deps.catalog, clock: deps.clock });
           await audienceRoutes(v1, { audiences: deps.audiences.store, sync: deps.audiences.sync, catalog: deps.catalog, clock: deps.clock });
           await tokenRoutes(v1, deps.tokens);
+          await sessionRoutes(v1);
           await auditRoutes(v1, deps.store.audit);
           await tailRoutes(v1, { events: deps.events, clock: deps.clock });
           await configRoutes(v1, deps);
