@@ -318,6 +318,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     logger,
     attemptWindows: metrics?.windows,
     circuits: worker.circuits,
+    testCalls: { sender, timeoutMs: config.delivery.timeoutMs },
   });
   if (metrics) await metricsRoutes(adminApp, { metrics, tokens, public: options.metricsPublic });
 
