@@ -324,6 +324,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     logger,
     attemptWindows: metrics?.windows,
     circuits: worker.circuits,
+    testCalls: { sender, timeoutMs: config.delivery.timeoutMs },
   });
   if (metrics) await metricsRoutes(adminApp, { metrics, tokens, public: options.metricsPublic });
   // The dashboard calls the admin API from the page's own origin, so it lives on the same listener.

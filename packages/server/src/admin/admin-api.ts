@@ -20,6 +20,9 @@ import { tokenRoutes, tokenView } from './token-routes.js';
 import { tailRoutes } from './tail-routes.js';
 import { statsRoutes, type StatsRouteDeps } from './stats-routes.js';
 import { secretRoutes } from './secret-routes.js';
+import { sessionRoutes } from './session-routes.js';
+import { destinationTestRoutes } from './destination-test-routes.js';
+import type { WebhookSender } from '../destinations/http/sender.js';
 import { refuseUnknownKeys } from './unknown-keys.js';
 import type { AttemptWindows } from '../metrics/attempt-windows.js';
 
@@ -41,6 +44,8 @@ export interface AdminApiDeps extends AdminDeps {
   attemptWindows?: Pick<AttemptWindows, 'stats'>;
   /** The worker's circuit breakers, for the stats. */
   circuits?: StatsRouteDeps['circuits'];
+  /** The transport and time limit of delivery, for `POST /destinations/{id}/test`. */
+  testCalls: { sender: WebhookSender; timeoutMs: number };
 }
 
 /** The path every admin route lives under. */
@@ -73,6 +78,8 @@ export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps)
           await secretRoutes(v1, { catalog: deps.catalog, clock: deps.clock });
           await audienceRoutes(v1, { audiences: deps.audiences.store, sync: deps.audiences.sync, catalog: deps.catalog, clock: deps.clock });
           await tokenRoutes(v1, deps.tokens);
+          await sessionRoutes(v1);
+          await destinationTestRoutes(v1, { catalog: deps.catalog, clock: deps.clock, logger: deps.logger, ...deps.testCalls });
           await auditRoutes(v1, deps.store.audit);
           await tailRoutes(v1, { events: deps.events, clock: deps.clock });
           await configRoutes(v1, deps);
