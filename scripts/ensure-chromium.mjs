@@ -11,7 +11,9 @@ export const chromiumPath = '/usr/bin/chromium';
 export function ensureChromium() {
   if (existsSync(chromiumPath)) return true;
   if (process.getuid?.() !== 0) {
-    console.error(`${chromiumPath} is missing; the dashboard's browser tests need it. Install it with:\n  sudo apt-get update && sudo apt-get install -y chromium`);
+    console.error(
+      `${chromiumPath} is missing; the dashboard's browser tests need it. Install it with:\n  sudo apt-get update && sudo apt-get install -y chromium`,
+    );
     return false;
   }
   console.log(`> apt-get install chromium (${chromiumPath} is missing)`);

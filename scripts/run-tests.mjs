@@ -66,7 +66,9 @@ function dashboardStale() {
       return Math.max(max, stat.isDirectory() ? newest(path) : stat.mtimeMs);
     }, 0);
   const dashboard = join(root, 'packages/dashboard');
-  return Math.max(newest(join(dashboard, 'src')), statSync(join(dashboard, 'index.html')).mtimeMs, statSync(join(dashboard, 'vite.config.ts')).mtimeMs) > builtAt;
+  return (
+    Math.max(newest(join(dashboard, 'src')), statSync(join(dashboard, 'index.html')).mtimeMs, statSync(join(dashboard, 'vite.config.ts')).mtimeMs) > builtAt
+  );
 }
 
 const child = spawn(process.execPath, ['--conditions=ferry-source', '--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=120000', ...files], {

@@ -24,7 +24,10 @@ export function TimeChart(props: { title: string; summary: string; times: number
       width: Math.max(el.clientWidth, 240),
       height: props.height ?? 220,
       series: [{}, ...props.lines.map((l) => ({ label: l.label, stroke: l.color, width: 2, points: { show: false } }))],
-      axes: [{ stroke: '#4b5563', grid: { stroke: '#e5e7eb' } }, { stroke: '#4b5563', grid: { stroke: '#e5e7eb' }, size: 50 }],
+      axes: [
+        { stroke: '#4b5563', grid: { stroke: '#e5e7eb' } },
+        { stroke: '#4b5563', grid: { stroke: '#e5e7eb' }, size: 50 },
+      ],
       scales: { x: { time: true } },
       legend: { live: false },
       cursor: { drag: { x: false, y: false } },

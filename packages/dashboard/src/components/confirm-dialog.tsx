@@ -5,7 +5,14 @@ import { useEffect, useRef } from 'preact/hooks';
  * A modal confirmation (the native `<dialog>`: focus is trapped and Escape cancels). Shown
  * while `open`; `onConfirm` runs the action, `onCancel` closes it.
  */
-export function ConfirmDialog(props: { open: boolean; title: string; confirmLabel: string; onConfirm: () => void; onCancel: () => void; children: ComponentChildren }) {
+export function ConfirmDialog(props: {
+  open: boolean;
+  title: string;
+  confirmLabel: string;
+  onConfirm: () => void;
+  onCancel: () => void;
+  children: ComponentChildren;
+}) {
   const ref = useRef<HTMLDialogElement>(null);
   useEffect(() => {
     const dialog = ref.current;

@@ -1,7 +1,13 @@
 import type { ComponentChildren } from 'preact';
 
 /** A labelled form control with its hint and the server's error for it, announced with the control. */
-export function Field(props: { id: string; label: string; error?: string | undefined; hint?: string; children: (described: ControlProps) => ComponentChildren }) {
+export function Field(props: {
+  id: string;
+  label: string;
+  error?: string | undefined;
+  hint?: string;
+  children: (described: ControlProps) => ComponentChildren;
+}) {
   const hintId = props.hint ? `${props.id}-hint` : undefined;
   const errorId = props.error ? `${props.id}-error` : undefined;
   const describedBy = [hintId, errorId].filter(Boolean).join(' ') || undefined;

@@ -85,7 +85,7 @@ export function errorDetail(json: unknown): ApiErrorDetail | undefined {
   const first = Array.isArray(record.errors) ? (record.errors[0] as Record<string, unknown> | undefined) : record;
   if (!first || typeof first['code'] !== 'string') return undefined;
   const path = typeof first['path'] === 'string' ? first['path'] : typeof first['field'] === 'string' ? first['field'] : undefined;
-  return { code: first['code'], message: String(first['message'] ?? first['code']), ...(path === undefined ? {} : { path }) };
+  return { code: first['code'], message: typeof first['message'] === 'string' ? first['message'] : first['code'], ...(path === undefined ? {} : { path }) };
 }
 
 /** The message of an error for a person: the server's, or what went wrong locally. */

@@ -34,7 +34,15 @@ export function SignInPage(props: { onSignedIn: (session: Session) => void }) {
       <form onSubmit={(e) => void submit(e)} noValidate>
         <Field id="token" label="Admin or read token" error={error} hint="Kept in this browser tab only, until you sign out or close it.">
           {(control) => (
-            <input {...control} type="password" name="token" autoComplete="off" spellcheck={false} value={token} onInput={(e) => setToken(e.currentTarget.value)} />
+            <input
+              {...control}
+              type="password"
+              name="token"
+              autoComplete="off"
+              spellcheck={false}
+              value={token}
+              onInput={(e) => setToken(e.currentTarget.value)}
+            />
           )}
         </Field>
         <button type="submit" class="primary" disabled={busy}>
