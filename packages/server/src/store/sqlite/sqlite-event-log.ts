@@ -35,8 +35,10 @@ export class SqliteEventLog implements EventLog {
 
   private apply(write: IngestWrite): IngestOutcome {
     const outcome: IngestOutcome = { inserted: 0, duplicates: 0, deliveries: 0 };
+    const stored = write.reportStored ? (outcome.stored = [] as boolean[]) : undefined;
     for (const e of write.events) {
       const row = this.insertEvent.get(e.sourceId, e.messageId, e.type, e.userId ?? null, e.anonymousId ?? null, e.event ?? null, e.receivedAtMs, e.json);
+      stored?.push(row !== undefined);
       if (row === undefined) {
         outcome.duplicates++;
         continue;
