@@ -13,7 +13,15 @@ interface LiveEvent {
   /** A local sequence number, the key of the row. */
   seq: number;
   receivedAt: string;
-  message: { type?: string; event?: string; name?: string; userId?: string | number; anonymousId?: string | number; messageId?: string; [key: string]: unknown };
+  message: {
+    type?: string;
+    event?: string;
+    name?: string;
+    userId?: string | number;
+    anonymousId?: string | number;
+    messageId?: string;
+    [key: string]: unknown;
+  };
   routedTo: string[];
   filtered: string[];
 }
@@ -111,7 +119,10 @@ function LiveStream(props: { sourceId: string }) {
       events.filter(
         (e) =>
           (type === '' || e.message.type === type) &&
-          (name === '' || String(e.message.event ?? e.message.name ?? '').toLowerCase().includes(name.toLowerCase())) &&
+          (name === '' ||
+            String(e.message.event ?? e.message.name ?? '')
+              .toLowerCase()
+              .includes(name.toLowerCase())) &&
           (user === '' || String(e.message.userId ?? e.message.anonymousId ?? '').includes(user)),
       ),
     [events, type, name, user],
@@ -183,7 +194,13 @@ function LiveStream(props: { sourceId: string }) {
               {shown.map((e) => (
                 <tr key={e.seq} class={open === e.seq ? 'row-selected' : undefined}>
                   <td>
-                    <button type="button" class="link-button" aria-expanded={open === e.seq} aria-controls="live-detail" onClick={() => setOpen(open === e.seq ? null : e.seq)}>
+                    <button
+                      type="button"
+                      class="link-button"
+                      aria-expanded={open === e.seq}
+                      aria-controls="live-detail"
+                      onClick={() => setOpen(open === e.seq ? null : e.seq)}
+                    >
                       {time(e.receivedAt)}
                     </button>
                   </td>

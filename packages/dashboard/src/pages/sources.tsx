@@ -32,11 +32,7 @@ function SourceList(props: { canWrite: boolean }) {
       setRevealError(error);
     }
   };
-  const hide = (id: string) =>
-    setRevealed((r) => {
-      const { [id]: _gone, ...rest } = r;
-      return rest;
-    });
+  const hide = (id: string) => setRevealed((r) => Object.fromEntries(Object.entries(r).filter(([key]) => key !== id)));
 
   return (
     <>
@@ -62,7 +58,11 @@ function SourceList(props: { canWrite: boolean }) {
               </div>
               <div class="write-key">
                 <span class="muted">Write key </span>
-                {revealed[s.id] !== undefined ? <code class="secret">{revealed[s.id]}</code> : <code aria-label={`masked, ending ${s.writeKeyHint}`}>{s.writeKeyHint}</code>}
+                {revealed[s.id] !== undefined ? (
+                  <code class="secret">{revealed[s.id]}</code>
+                ) : (
+                  <code aria-label={`masked, ending ${s.writeKeyHint}`}>{s.writeKeyHint}</code>
+                )}
               </div>
               <div class="actions">
                 <a href={href('sources', s.id, 'live')}>Live debugger</a>
@@ -72,7 +72,7 @@ function SourceList(props: { canWrite: boolean }) {
                       Edit
                     </a>
                     {revealed[s.id] === undefined ? (
-                      <button type="button" onClick={() => void reveal(s.id)} aria-label={`Reveal the write key of ${s.name}`}>
+                      <button type="button" onClick={() => void reveal(s.id)} aria-label={`Reveal write key of ${s.name}`}>
                         Reveal write key
                       </button>
                     ) : (
@@ -118,7 +118,8 @@ function SourceForm(props: { id?: string }) {
     try {
       if (editing) {
         // PUT takes the whole source: an unchanged write key is read back and sent as it is.
-        const key = writeKey.trim() !== '' ? writeKey.trim() : (await api<{ writeKey: string }>('GET', `/sources/${encodeURIComponent(props.id!)}/write-key`)).writeKey;
+        const key =
+          writeKey.trim() !== '' ? writeKey.trim() : (await api<{ writeKey: string }>('GET', `/sources/${encodeURIComponent(props.id!)}/write-key`)).writeKey;
         await api('PUT', `/sources/${encodeURIComponent(props.id!)}`, { name: shownName, writeKey: key });
       } else {
         await api('POST', '/sources', { id: id.trim(), name: shownName.trim() === '' ? undefined : shownName.trim(), writeKey: writeKey.trim() });
@@ -152,11 +153,23 @@ function SourceForm(props: { id?: string }) {
           id="source-write-key"
           label={editing ? 'New write key' : 'Write key'}
           error={errors.fields['writeKey']}
-          hint={editing ? 'Leave empty to keep the current key. A new key works at once and the old one stops working.' : 'The secret the source sends with its events.'}
+          hint={
+            editing
+              ? 'Leave empty to keep the current key. A new key works at once and the old one stops working.'
+              : 'The secret the source sends with its events.'
+          }
         >
           {(c) => (
             <div class="input-row">
-              <input {...c} type="text" name="writeKey" autoComplete="off" spellcheck={false} value={writeKey} onInput={(e) => setWriteKey(e.currentTarget.value)} />
+              <input
+                {...c}
+                type="text"
+                name="writeKey"
+                autoComplete="off"
+                spellcheck={false}
+                value={writeKey}
+                onInput={(e) => setWriteKey(e.currentTarget.value)}
+              />
               <button type="button" onClick={() => setWriteKey(newWriteKey())}>
                 Generate
               </button>
