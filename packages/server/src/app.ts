@@ -27,6 +27,7 @@ import { BodyBudget } from './ingest/body-budget.js';
 import { ingestRoutes } from './ingest/routes.js';
 import { healthRoutes } from './lifecycle/health-routes.js';
 import { Lifecycle, type StopOptions } from './lifecycle/lifecycle.js';
+import { ActivitySeries } from './metrics/activity-series.js';
 import { FerryMetrics } from './metrics/ferry-metrics.js';
 import { metricsRoutes } from './metrics/metrics-routes.js';
 import { RegulationRunner } from './regulations/regulation-runner.js';
@@ -166,6 +167,8 @@ export interface Ferry {
   readonly audiences: AudienceSync;
   /** Deletes what is past its retention, every `pruneIntervalMs`. */
   readonly pruner: RetentionPruner;
+  /** Per-minute counts of what this node did, written to the store once a minute (`GET /admin/v1/series`). */
+  readonly activity: ActivitySeries;
   readonly logger: Logger;
   /**
    * What happens in this server, as it happens: every event of the catalogue
@@ -266,6 +269,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     owner: options.nodeId,
   });
   forwardWorkerEvents(worker, events);
+  const activity = new ActivitySeries({ events, counts: store.activity, clock, node: worker.owner, logger });
   const autoDisable = new AutoDisable({ worker, store, catalog, clock, logger, onDisabled: (notice) => events.emit('destination:auto-disabled', notice) });
   autoDisable.start();
   const wake = () => worker.wake();
@@ -286,6 +290,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     regulations,
     replayJobs,
     pruner,
+    activity,
     sender,
     store,
     events,
@@ -319,6 +324,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     attemptWindows: metrics?.windows,
     circuits: worker.circuits,
     testCalls: { sender, timeoutMs: config.delivery.timeoutMs },
+    activity,
   });
   if (metrics) await metricsRoutes(adminApp, { metrics, tokens, public: options.metricsPublic });
 
@@ -357,6 +363,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
       audiences.start();
     }
     pruner.start();
+    activity.start();
     return typeof portOrListen === 'number' ? urls.url : urls;
   }
 
@@ -372,6 +379,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     replayJobs,
     audiences,
     pruner,
+    activity,
     logger,
     events,
     metrics,
