@@ -27,6 +27,7 @@ import { BodyBudget } from './ingest/body-budget.js';
 import { ingestRoutes } from './ingest/routes.js';
 import { healthRoutes } from './lifecycle/health-routes.js';
 import { Lifecycle, type StopOptions } from './lifecycle/lifecycle.js';
+import { ActivitySeries } from './metrics/activity-series.js';
 import { FerryMetrics } from './metrics/ferry-metrics.js';
 import { metricsRoutes } from './metrics/metrics-routes.js';
 import { dashboardRoutes } from './dashboard/dashboard-routes.js';
@@ -172,6 +173,8 @@ export interface Ferry {
   readonly audiences: AudienceSync;
   /** Deletes what is past its retention, every `pruneIntervalMs`. */
   readonly pruner: RetentionPruner;
+  /** Per-minute counts of what this node did, written to the store once a minute (`GET /admin/v1/series`). */
+  readonly activity: ActivitySeries;
   readonly logger: Logger;
   /**
    * What happens in this server, as it happens: every event of the catalogue
@@ -272,6 +275,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     owner: options.nodeId,
   });
   forwardWorkerEvents(worker, events);
+  const activity = new ActivitySeries({ events, counts: store.activity, clock, node: worker.owner, logger });
   const autoDisable = new AutoDisable({ worker, store, catalog, clock, logger, onDisabled: (notice) => events.emit('destination:auto-disabled', notice) });
   autoDisable.start();
   const wake = () => worker.wake();
@@ -292,6 +296,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     regulations,
     replayJobs,
     pruner,
+    activity,
     sender,
     store,
     events,
@@ -325,6 +330,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     attemptWindows: metrics?.windows,
     circuits: worker.circuits,
     testCalls: { sender, timeoutMs: config.delivery.timeoutMs },
+    activity,
   });
   if (metrics) await metricsRoutes(adminApp, { metrics, tokens, public: options.metricsPublic });
   // The dashboard calls the admin API from the page's own origin, so it lives on the same listener.
@@ -365,6 +371,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
       audiences.start();
     }
     pruner.start();
+    activity.start();
     return typeof portOrListen === 'number' ? urls.url : urls;
   }
 
@@ -380,6 +387,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     replayJobs,
     audiences,
     pruner,
+    activity,
     logger,
     events,
     metrics,

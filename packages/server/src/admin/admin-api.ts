@@ -20,6 +20,8 @@ import { tokenRoutes, tokenView } from './token-routes.js';
 import { tailRoutes } from './tail-routes.js';
 import { EventStreams } from './event-streams.js';
 import { liveRoutes } from './live-routes.js';
+import { seriesRoutes } from './series-routes.js';
+import type { ActivitySeries } from '../metrics/activity-series.js';
 import { statsRoutes, type StatsRouteDeps } from './stats-routes.js';
 import { secretRoutes } from './secret-routes.js';
 import { sessionRoutes } from './session-routes.js';
@@ -48,6 +50,8 @@ export interface AdminApiDeps extends AdminDeps {
   circuits?: StatsRouteDeps['circuits'];
   /** The transport and time limit of delivery, for `POST /destinations/{id}/test`. */
   testCalls: { sender: WebhookSender; timeoutMs: number };
+  /** The per-minute counts of `GET /series`. */
+  activity: Pick<ActivitySeries, 'series'>;
 }
 
 /** The path every admin route lives under. */
@@ -88,6 +92,7 @@ export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps)
           await tailRoutes(v1, { events: deps.events, clock: deps.clock, streams });
           await liveRoutes(v1, { events: deps.events, catalog: deps.catalog, streams });
           await configRoutes(v1, deps);
+          await seriesRoutes(v1, deps.activity);
           await retentionRoutes(v1, deps.store);
           await statsRoutes(v1, { store: deps.store, catalog: deps.catalog, clock: deps.clock, windows: deps.attemptWindows, circuits: deps.circuits });
         },

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { SqliteActivityCounts } from './sqlite-activity-counts.js';
 import type { DestinationConfig, SourceConfig } from '../../config/model.js';
 import type { AudienceStore } from '../audience-store.js';
 import type { AuditLog } from '../audit-log.js';
@@ -14,6 +15,7 @@ import type { ExecuteRegulationArgs, Regulation, RegulationCursor } from '../reg
 import type { ReplayJobBatchArgs, ReplayJobCursor, ReplayJobRecord } from '../replay-jobs-store.js';
 import type { Store, StoreStats } from '../store.js';
 import type { TokenStore } from '../token-store.js';
+import type { ActivityCounts } from '../activity-counts.js';
 import type { RetentionStore } from '../retention-store.js';
 import { CoalescedTask } from '../coalesced-task.js';
 import { systemClock, timersOf, type Clock } from '../../util/clock.js';
@@ -80,6 +82,7 @@ export class SqliteStore implements Store {
   readonly health: DestinationHealthStore;
   readonly rateLimitBuckets: RateLimitBuckets | undefined;
   readonly retention: RetentionStore;
+  readonly activity: ActivityCounts;
   private readonly db: Database.Database;
   /** Held open for the store's life: see {@link takeOwnership}. */
   private readonly ownership: Database.Database | undefined;
@@ -128,6 +131,7 @@ export class SqliteStore implements Store {
       this.health = new SqliteDestinationHealth(this.db);
       this.rateLimitBuckets = undefined;
       this.retention = new SqliteRetention(this.db, this.walTruncation);
+      this.activity = new SqliteActivityCounts(this.db);
     } catch (error) {
       // Nothing half-open stays behind, least of all the lock: the next try must not find it taken.
       if (opened?.open) opened.close();
