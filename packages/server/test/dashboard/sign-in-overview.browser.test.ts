@@ -43,7 +43,14 @@ test('sign-in: a wrong token is refused at its field; the admin token opens the 
   const row = page.getByRole('region', { name: 'Destination health' }).getByRole('row', { name: /hooks/ });
   assert.match((await row.textContent())!, /healthy/);
   assert.match((await row.textContent())!, /100\.0 %/, 'the success rate of the hour');
+  // The charts: their labels carry the window's totals for a screen reader.
+  await page.getByRole('img', { name: /Events accepted per minute: 5 accepted/ }).waitFor();
+  await page.getByRole('img', { name: /Deliveries by outcome per minute: 5 delivered, 0 retried, 0 dead/ }).waitFor();
+  assert.equal(await page.locator('.chart canvas').count(), 2);
   await inspect(page, 'overview');
+  await page.getByRole('button', { name: 'Last day' }).click();
+  await page.getByRole('img', { name: /Events accepted per 5 minutes: 5 accepted/ }).waitFor();
+  await inspect(page, 'overview-day');
 
   // A reload keeps the session (sessionStorage), and signing out forgets the token.
   await page.reload();
