@@ -3,6 +3,8 @@ import type { PageProps } from './lib/types.js';
 import { OverviewPage } from './pages/overview.js';
 import { SourcesPage } from './pages/sources.js';
 import { DestinationsPage } from './pages/destinations.js';
+import { DeliveriesPage } from './pages/deliveries.js';
+import { DeadLettersPage } from './pages/dead-letters.js';
 
 /**
  * The pages, in the navigation's order: one line each, so adding a page is adding a line.
@@ -12,4 +14,6 @@ export const pages: readonly { path: string; label: string; page: FunctionCompon
   { path: 'overview', label: 'Overview', page: OverviewPage },
   { path: 'sources', label: 'Sources', page: SourcesPage },
   { path: 'destinations', label: 'Destinations', page: DestinationsPage },
+  { path: 'deliveries', label: 'Deliveries', page: DeliveriesPage },
+  { path: 'dead-letters', label: 'Dead letters', page: DeadLettersPage },
 ];
