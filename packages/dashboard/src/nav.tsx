@@ -5,6 +5,8 @@ import { SourcesPage } from './pages/sources.js';
 import { DestinationsPage } from './pages/destinations.js';
 import { DeliveriesPage } from './pages/deliveries.js';
 import { DeadLettersPage } from './pages/dead-letters.js';
+import { RegulationsPage } from './pages/regulations.js';
+import { AudiencesPage } from './pages/audiences.js';
 
 /**
  * The pages, in the navigation's order: one line each, so adding a page is adding a line.
@@ -16,4 +18,6 @@ export const pages: readonly { path: string; label: string; page: FunctionCompon
   { path: 'destinations', label: 'Destinations', page: DestinationsPage },
   { path: 'deliveries', label: 'Deliveries', page: DeliveriesPage },
   { path: 'dead-letters', label: 'Dead letters', page: DeadLettersPage },
+  { path: 'regulations', label: 'Deletion requests', page: RegulationsPage },
+  { path: 'audiences', label: 'Audiences', page: AudiencesPage },
 ];

@@ -208,7 +208,7 @@ export function DeadLettersPage(props: PageProps) {
       {list.data && shown.length === 0 && <p class="muted">No dead letter{list.data.next ? ' on this page' : ''} matches.</p>}
       {shown.length > 0 && (
         <div class="table-wrap" role="region" aria-label="Dead letters found" tabIndex={0}>
-          <table>
+          <table class="stack-table">
             <thead>
               <tr>
                 {props.canWrite && (
@@ -226,7 +226,6 @@ export function DeadLettersPage(props: PageProps) {
                 <th scope="col">What</th>
                 <th scope="col">User</th>
                 <th scope="col">Dead since</th>
-                <th scope="col">Reason</th>
                 <th scope="col">Last error</th>
                 {props.canWrite && <th scope="col">Action</th>}
               </tr>
@@ -235,7 +234,7 @@ export function DeadLettersPage(props: PageProps) {
               {shown.map((d: Delivery) => (
                 <tr key={d.id} class={selected.has(d.id) ? 'row-selected' : undefined}>
                   {props.canWrite && (
-                    <td>
+                    <td data-label="Select">
                       <input
                         type="checkbox"
                         aria-label={`Select dead letter ${d.id}`}
@@ -244,21 +243,21 @@ export function DeadLettersPage(props: PageProps) {
                       />
                     </td>
                   )}
-                  <th scope="row">
+                  <th scope="row" data-label="Delivery">
                     <a href={href('deliveries', String(d.id))} aria-label={`Delivery ${d.id}`}>
                       #{d.id}
                     </a>
                   </th>
-                  <td>{d.destinationId}</td>
-                  <td>{whatOf(d)}</td>
-                  <td>{d.userId ?? d.anonymousId ?? '–'}</td>
-                  <td>{time(d.completedAt)}</td>
-                  <td>
-                    <code>{d.deadReason ?? '–'}</code>
+                  <td data-label="Destination">{d.destinationId}</td>
+                  <td data-label="What">{whatOf(d)}</td>
+                  <td data-label="User">{d.userId ?? d.anonymousId ?? '–'}</td>
+                  <td data-label="Dead since">{time(d.completedAt)}</td>
+                  <td class="clip" data-label="Last error">
+                    <code class="dead-reason">{d.deadReason ?? ''}</code>
+                    {d.lastError ?? ''}
                   </td>
-                  <td class="clip">{d.lastError ?? ''}</td>
                   {props.canWrite && (
-                    <td>
+                    <td data-label="Action">
                       <button type="button" disabled={busy} onClick={() => void replayOne(d.id)} aria-label={`Replay dead letter ${d.id}`}>
                         Replay
                       </button>

@@ -144,7 +144,7 @@ export function whatOf(d: Delivery): string {
 function DeliveryTable(props: { deliveries: Delivery[]; label: string }) {
   return (
     <div class="table-wrap" role="region" aria-label={props.label} tabIndex={0}>
-      <table>
+      <table class="stack-table">
         <thead>
           <tr>
             <th scope="col">Delivery</th>
@@ -163,23 +163,27 @@ function DeliveryTable(props: { deliveries: Delivery[]; label: string }) {
         <tbody>
           {props.deliveries.map((d) => (
             <tr key={d.id}>
-              <th scope="row">
+              <th scope="row" data-label="Delivery">
                 <a href={href('deliveries', String(d.id))} aria-label={`Delivery ${d.id}`}>
                   #{d.id}
                 </a>
               </th>
-              <td>
+              <td data-label="Status">
                 <StatusBadge status={d.status} />
               </td>
-              <td>{d.destinationId}</td>
-              <td>{whatOf(d)}</td>
-              <td>{d.userId ?? d.anonymousId ?? '–'}</td>
-              <td>
+              <td data-label="Destination">{d.destinationId}</td>
+              <td data-label="What">{whatOf(d)}</td>
+              <td data-label="User">{d.userId ?? d.anonymousId ?? '–'}</td>
+              <td data-label="Message id">
                 <code>{d.messageId ?? '–'}</code>
               </td>
-              <td>{time(d.receivedAt ?? d.createdAt)}</td>
-              <td class="num">{d.attemptCount}</td>
-              <td class="clip">{d.lastError ?? ''}</td>
+              <td data-label="Received">{time(d.receivedAt ?? d.createdAt)}</td>
+              <td class="num" data-label="Attempts">
+                {d.attemptCount}
+              </td>
+              <td class="clip" data-label="Last error">
+                {d.lastError ?? ''}
+              </td>
             </tr>
           ))}
         </tbody>
