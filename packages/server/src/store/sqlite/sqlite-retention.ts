@@ -104,9 +104,12 @@ export class SqliteRetention implements RetentionStore {
   async rowEstimates(): Promise<StoreRowEstimates> {
     // max(id) - min(id) + 1 reads two ends of the primary key, not the table: an upper bound
     // (ids skipped by deletions count), exact for a table pruned from its oldest end.
+    // Two statements: SQLite seeks an end of the key for a lone min() or max(), but a query
+    // asking for both reads the whole table (about 100 ms a million deliveries).
     const estimate = (table: string) => {
-      const r = this.db.prepare(`SELECT max(id) AS hi, min(id) AS lo FROM ${table}`).get() as { hi: number | null; lo: number | null };
-      return r.hi === null || r.lo === null ? 0 : r.hi - r.lo + 1;
+      const hi = this.db.prepare(`SELECT max(id) FROM ${table}`).pluck().get() as number | null;
+      const lo = this.db.prepare(`SELECT min(id) FROM ${table}`).pluck().get() as number | null;
+      return hi === null || lo === null ? 0 : hi - lo + 1;
     };
     return {
       events: estimate('events'),
