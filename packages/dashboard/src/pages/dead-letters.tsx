@@ -59,6 +59,8 @@ export function DeadLettersPage(props: PageProps) {
   const [job, setJob] = useState<ReplayJob | null>(null);
   const [error, setError] = useState<unknown>();
   const [busy, setBusy] = useState(false);
+  // Bumped when a job ends, so the list of recent jobs is read again with its final state.
+  const [jobsRead, setJobsRead] = useState(0);
 
   // GET /dead-letters filters by destination only: the error class and the time of death are
   // matched here, on the page read, the way the replay's own filter matches them.
@@ -169,7 +171,15 @@ export function DeadLettersPage(props: PageProps) {
 
       {error !== undefined && <ErrorNotice error={error} />}
       {outcome && <StatusNotice>{outcome}</StatusNotice>}
-      {job && <JobProgress job={job} onEnd={list.reload} />}
+      {job && (
+        <JobProgress
+          job={job}
+          onEnd={() => {
+            list.reload();
+            setJobsRead((n) => n + 1);
+          }}
+        />
+      )}
 
       {props.canWrite && (
         <div class="panel actions" aria-label="Replay">
@@ -270,7 +280,7 @@ export function DeadLettersPage(props: PageProps) {
         </div>
       )}
       <Pager label="Dead letters" cursor={cursor} next={list.data?.next} />
-      <RecentJobs key={job?.id ?? 'none'} />
+      <RecentJobs key={`${job?.id ?? 'none'}-${jobsRead}`} />
     </>
   );
 }
@@ -323,7 +333,7 @@ function RecentJobs() {
     <section class="panel" aria-labelledby="jobs-title">
       <h2 id="jobs-title">Recent replay jobs</h2>
       <div class="table-wrap" role="region" aria-label="Replay job list" tabIndex={0}>
-        <table>
+        <table class="stack-table">
           <thead>
             <tr>
               <th scope="col">Job</th>
@@ -338,15 +348,15 @@ function RecentJobs() {
           <tbody>
             {jobs.data.jobs.map((j) => (
               <tr key={j.id}>
-                <th scope="row">
+                <th scope="row" data-label="Job">
                   <code>{j.id}</code>
                 </th>
-                <td>{j.status}</td>
-                <td class="num">
+                <td data-label="Status">{j.status}</td>
+                <td class="num" data-label="Replayed">
                   {count(j.replayed)} / {count(j.total)}
                 </td>
-                <td>{time(j.createdAt)}</td>
-                <td>{time(j.finishedAt)}</td>
+                <td data-label="Started">{time(j.createdAt)}</td>
+                <td data-label="Finished">{time(j.finishedAt)}</td>
               </tr>
             ))}
           </tbody>

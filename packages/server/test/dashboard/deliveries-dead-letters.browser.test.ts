@@ -114,7 +114,7 @@ test('deliveries and dead letters: a failing delivery found, its attempts seen, 
   await page.getByText('3 of 3 replayed').waitFor();
   await page.getByText(/: done$/).waitFor();
   await page.getByText('No dead letter matches.').waitFor();
-  await page.getByRole('region', { name: 'Replay job list' }).waitFor();
+  await page.getByRole('region', { name: 'Replay job list' }).getByText('done', { exact: true }).waitFor();
   await inspect(page, 'dead-letters-job');
 
   await ferry.idle();
