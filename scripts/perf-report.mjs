@@ -144,6 +144,12 @@ function serverSection(summary, dir, label, notes) {
       `| retention: ${retOpts ? `${n(retOpts.seconds)} s at ${n(retOpts.rate)} events/s kept ${n(retOpts.retentionS)} s` : 'steady load kept minutes'}, store size after the first window | ${n(ret.laterMaxBytes / 1e6, 1)} MB at most | ${n(ret.firstWindowBytes / 1e6, 1)} MB in the first window | ${x(ret.growth)} | flat (at most 1.25x) | ${met(ret.growth <= 1.25)} |`,
       `| ingestion with pruning running, events/s | ${n(ret.ingestWithPerSec)} | without ${n(ret.ingestWithoutPerSec)} | ${x(ret.ingestRatio)} (median of alternating pairs) | at least 0.9x | ${met(ret.ingestRatio >= 0.9)} |`,
     );
+  // The dashboard benchmark keeps one file for both stores (bench/dashboard/overview.ts).
+  const dash = read('bench/dashboard/results/latest.json')?.[dir.endsWith('postgres') ? 'postgres' : 'sqlite'];
+  if (dash)
+    lines.push(
+      `| dashboard overview, first meaningful paint with ${n(dash.events)} stored events and ${n(dash.pendingDeliveries)} pending deliveries, ms | ${n(dash.medianMs)} (median of ${dash.runsMs.length} loads; max ${n(dash.maxMs)}) | | | under 1 s | ${met(dash.maxMs < 1000)} |`,
+    );
   lines.push('');
   if (m)
     lines.push(
