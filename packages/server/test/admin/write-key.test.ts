@@ -25,6 +25,8 @@ for (const kind of storeKinds) {
       const refused = await adminCall(server.url, read.token, 'GET', '/sources/app/write-key');
       assert.equal(refused.status, 403);
       assert.equal(refused.json.errors[0].code, 'admin_forbidden');
+      const head = await fetch(`${server.url}/admin/v1/sources/app/write-key`, { method: 'HEAD', headers: { authorization: `Bearer ${read.token}` } });
+      assert.equal(head.status, 403, 'HEAD is refused to a read token as GET is');
       const unknown = await adminCall(server.url, adminToken, 'GET', '/sources/ghost/write-key');
       assert.equal(unknown.status, 404);
       assert.equal(unknown.json.errors[0].code, 'not_found');
@@ -35,9 +37,10 @@ for (const kind of storeKinds) {
         ['bootstrap', 'GET', '/admin/v1/sources/app/write-key', { kind: 'source', id: 'app' }, 200, null],
         ['bootstrap', 'GET', '/admin/v1/sources/app/write-key', { kind: 'source', id: 'app' }, 200, null],
         [read.id, 'GET', '/admin/v1/sources/app/write-key', { kind: 'source', id: 'app' }, 403, 'admin_forbidden'],
+        [read.id, 'HEAD', '/admin/v1/sources/app/write-key', { kind: 'source', id: 'app' }, 403, 'admin_forbidden'],
         ['bootstrap', 'GET', '/admin/v1/sources/ghost/write-key', { kind: 'source', id: 'ghost' }, 404, 'not_found'],
       ]);
-      assert.deepEqual(reveals[2].after, { id: 'app', name: 'App', writeKeyHint: '…6789' }, 'the source as the API shows it, its hint only');
+      assert.deepEqual(reveals[3].after, { id: 'app', name: 'App', writeKeyHint: '…6789' }, 'the source as the API shows it, its hint only');
       const stored = JSON.stringify(await rows('SELECT * FROM audit_log'));
       assert.ok(!stored.includes(writeKey) && !stored.includes(newKey), 'no write key in the audit log');
       assert.equal(entries.filter((e: any) => e.method === 'GET' && e.action !== 'source.reveal-write-key').length, 0, 'other reads are not audited');
