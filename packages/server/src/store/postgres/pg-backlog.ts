@@ -98,9 +98,9 @@ export class PgBacklog implements BacklogReads {
 
   private async oldestCreated(destinationIds: string[]): Promise<Map<string, number>> {
     const { rows: first } = await this.pool.query<{ d: string; id: string }>(
-      `SELECT DISTINCT ON (destination_id) destination_id AS d, delivery_id AS id
+      `SELECT destination_id AS d, MIN(delivery_id) AS id
        FROM (SELECT destination_id, delivery_id FROM delivery_queue ORDER BY delivery_id LIMIT ${oldestWindow}) q
-       WHERE destination_id = ANY($1::text[]) ORDER BY destination_id, delivery_id`,
+       WHERE destination_id = ANY($1::text[]) GROUP BY destination_id`,
       [destinationIds],
     );
     const ids = new Map(first.map((r) => [r.d, r.id]));
