@@ -16,7 +16,7 @@ import type { Store, StoreStats } from '../store.js';
 import type { TokenStore } from '../token-store.js';
 import type { ActivityCounts } from '../activity-counts.js';
 import type { RetentionStore } from '../retention-store.js';
-import type { Clock } from '../../util/clock.js';
+import { systemClock, type Clock } from '../../util/clock.js';
 import { PgAudienceStore } from './pg-audience-store.js';
 import { PgAuditLog } from './pg-audit-log.js';
 import { PgDestinationHealth } from './pg-destination-health.js';
@@ -45,7 +45,7 @@ export interface PgStoreOptions {
   schema?: string;
   /** Connections in the pool; default 10. */
   poolSize?: number;
-  /** Time and timers of the vacuums' interval; default the system clock and Node's timers. */
+  /** Time and timers of the vacuums' interval and of folding the backlog's counts; default the system clock and Node's timers. */
   clock?: Clock;
   /** Least time, in ms, between two vacuums after deletions (see `reclaimDeleted`); default `defaultVacuumIntervalMs`. */
   vacuumIntervalMs?: number;
@@ -81,6 +81,7 @@ export class PgStore implements Store {
   private readonly completions: PgCompletions;
   private readonly reads: PgDeliveryReads;
   private readonly backlogReads: PgBacklog;
+  private readonly clock: Clock;
   private readonly regulations: PgRegulations;
   private readonly replayJobs: PgReplayJobs;
   private readonly catalog: PgCatalog;
@@ -92,6 +93,7 @@ export class PgStore implements Store {
     this.eventLog = new PgEventLog(pools.main);
     this.completions = new PgCompletions(pools);
     this.reads = new PgDeliveryReads(pools.main);
+    this.clock = options.clock ?? systemClock;
     this.backlogReads = new PgBacklog(pools.main);
     this.regulations = new PgRegulations(pools.main, options);
     this.catalog = new PgCatalog(pools.main);
@@ -121,6 +123,7 @@ export class PgStore implements Store {
 
   // event log (pg-event-log.ts)
   ingest(write: IngestWrite): Promise<IngestOutcome> {
+    this.backlogReads.foldSoon(this.clock.now());
     return this.eventLog.ingest(write);
   }
   listRejections(args: { sourceId?: string; limit: number }): Promise<RejectionView[]> {
@@ -138,6 +141,7 @@ export class PgStore implements Store {
     return claim(this.pools.claim, args);
   }
   complete(completion: Completion): Promise<boolean> {
+    this.backlogReads.foldSoon(this.clock.now());
     return this.completions.complete(completion);
   }
   releaseLeases(owner: string, nowMs: number, leases?: readonly HeldLease[]): Promise<number> {
@@ -266,6 +270,7 @@ export class PgStore implements Store {
   async close(): Promise<void> {
     // Completions already handed in still reach the database: their jobs were sent.
     await this.completions.drained();
+    await this.backlogReads.settled();
     this.regulations.close();
     await endPools(this.pools);
   }
