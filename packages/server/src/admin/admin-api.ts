@@ -21,6 +21,7 @@ import { tailRoutes } from './tail-routes.js';
 import { EventStreams } from './event-streams.js';
 import { liveRoutes } from './live-routes.js';
 import { seriesRoutes } from './series-routes.js';
+import { writeKeyRoutes } from './write-key-routes.js';
 import type { ActivitySeries } from '../metrics/activity-series.js';
 import { statsRoutes, type StatsRouteDeps } from './stats-routes.js';
 import { secretRoutes } from './secret-routes.js';
@@ -85,6 +86,7 @@ export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps)
           await audienceRoutes(v1, { audiences: deps.audiences.store, sync: deps.audiences.sync, catalog: deps.catalog, clock: deps.clock });
           await tokenRoutes(v1, deps.tokens);
           await sessionRoutes(v1);
+          await writeKeyRoutes(v1, deps.catalog);
           await destinationTestRoutes(v1, { catalog: deps.catalog, clock: deps.clock, logger: deps.logger, ...deps.testCalls });
           await auditRoutes(v1, deps.store.audit);
           const streams = new EventStreams(deps.clock);
