@@ -22,6 +22,23 @@ test('sources: create through the form (a bad id shown at its field), edit with 
   assert.doesNotMatch((await page.content())!, new RegExp(writeKey), 'no write key is on the page before it is asked for');
   await inspect(page, 'sources');
 
+  // Revealed and copied on request only.
+  await page.getByRole('button', { name: 'Reveal write key of App' }).click();
+  await page.locator('code.secret', { hasText: writeKey }).waitFor();
+  await page.getByRole('button', { name: 'Copy write key' }).click();
+  await page.getByText('Copied.').waitFor();
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), writeKey);
+  await inspect(page, 'sources-revealed');
+  await page.getByRole('button', { name: 'Hide' }).click();
+  assert.doesNotMatch((await page.content())!, new RegExp(writeKey), 'hidden again');
+
+  // An edit that leaves the write key empty keeps it.
+  await page.getByRole('link', { name: 'Edit Other' }).click();
+  await page.getByLabel('Name').fill('Other app');
+  await page.getByRole('button', { name: 'Save source' }).click();
+  await page.getByRole('heading', { name: 'Other app' }).waitFor();
+  assert.equal((await ferry.send('/v1/track', { userId: 'u1', event: 'Kept' }, { writeKey: 'other-write-key' })).status, 200, 'the key is unchanged');
+
   await page.getByRole('link', { name: 'New source' }).click();
   const generated = await page.getByLabel('Write key').inputValue();
   assert.match(generated, /^wk_[0-9a-f]{48}$/, 'a random write key is offered');
