@@ -30,7 +30,7 @@ export class SqliteEventLog implements EventLog {
 
   ingest(write: IngestWrite): Promise<IngestOutcome> {
     // Only accepted events need an fsync before the answer; a write of rejections alone does not.
-    return this.commits.run(() => this.apply(write), write.events.length > 0 ? 'durable' : 'prompt');
+    return this.commits.run(() => this.deliveries.batch(() => this.apply(write)), write.events.length > 0 ? 'durable' : 'prompt');
   }
 
   private apply(write: IngestWrite): IngestOutcome {
@@ -45,7 +45,7 @@ export class SqliteEventLog implements EventLog {
       }
       outcome.inserted++;
       for (const d of e.deliveries) {
-        this.deliveries.insert.run(d.destinationId, e.sourceId, row.id, d.kind, e.messageId, e.userId ?? null, d.body, e.receivedAtMs, e.receivedAtMs);
+        this.deliveries.insert(d.destinationId, e.sourceId, row.id, d.kind, e.messageId, e.userId ?? null, d.body, e.receivedAtMs, e.receivedAtMs);
         outcome.deliveries++;
       }
     }

@@ -3,6 +3,7 @@ import type { ReplayFilter } from '../delivery-queue.js';
 import type { ReplayJobBatchArgs, ReplayJobCursor, ReplayJobRecord, ReplayJobsStore } from '../replay-jobs-store.js';
 import { toReplayJob, type ReplayJobRow } from '../rows.js';
 import type { LeaseTable } from './lease-table.js';
+import type { SqliteBacklogCounts } from './sqlite-backlog-counts.js';
 import { replay } from './sqlite-dead-letters.js';
 
 /** Replay jobs on SQLite: each batch replays its page and records its progress in one transaction. */
@@ -10,6 +11,7 @@ export class SqliteReplayJobs implements ReplayJobsStore {
   constructor(
     private readonly db: Database.Database,
     private readonly leases: LeaseTable,
+    private readonly counts: SqliteBacklogCounts,
   ) {}
 
   async createReplayJob(args: { id: string; filter: ReplayFilter; total: number; nowMs: number }): Promise<ReplayJobRecord> {
@@ -41,7 +43,7 @@ export class SqliteReplayJobs implements ReplayJobsStore {
         const row = this.db.prepare(`SELECT * FROM replay_jobs WHERE id = ?`).get(args.id) as ReplayJobRow | undefined;
         if (!row || row.status !== 'running') return row ? toReplayJob(row) : null;
         const job = toReplayJob(row);
-        const ids = replay(this.db, this.leases, { ...job.filter, destinationIdsIn: args.destinationIdsIn }, args.nowMs, {
+        const ids = replay(this.db, this.leases, this.counts, { ...job.filter, destinationIdsIn: args.destinationIdsIn }, args.nowMs, {
           afterId: row.cursor,
           limit: args.limit,
         });

@@ -121,16 +121,16 @@ export class SqliteStore implements Store {
       this.claims = new SqliteClaims(this.db, this.leases, this.probe);
       this.completions = new SqliteCompletions(this.db, this.commits, this.leases, this.probe, this.deliveries, this.walTruncation);
       this.reads = new SqliteDeliveryReads(this.db, this.leases);
-      this.backlogReads = new SqliteBacklog(this.db);
+      this.backlogReads = new SqliteBacklog(this.db, this.deliveries.counts);
       this.regulations = new SqliteRegulations(this.db, this.deliveries, this.walTruncation);
       this.catalog = new SqliteCatalog(this.db);
-      this.replayJobs = new SqliteReplayJobs(this.db, this.leases);
+      this.replayJobs = new SqliteReplayJobs(this.db, this.leases, this.deliveries.counts);
       this.audiences = new SqliteAudienceStore(this.db, this.deliveries);
       this.tokens = new SqliteTokenStore(this.db);
       this.audit = new SqliteAuditLog(this.db);
       this.health = new SqliteDestinationHealth(this.db);
       this.rateLimitBuckets = undefined;
-      this.retention = new SqliteRetention(this.db, this.walTruncation);
+      this.retention = new SqliteRetention(this.db, this.walTruncation, this.deliveries.counts);
       this.activity = new SqliteActivityCounts(this.db);
     } catch (error) {
       // Nothing half-open stays behind, least of all the lock: the next try must not find it taken.
@@ -180,7 +180,7 @@ export class SqliteStore implements Store {
     })();
   }
   async replay(filter: ReplayFilter, nowMs: number): Promise<number> {
-    return this.db.transaction(() => replay(this.db, this.leases, filter, nowMs).length)();
+    return this.db.transaction(() => replay(this.db, this.leases, this.deliveries.counts, filter, nowMs).length)();
   }
   async countReplayable(filter: ReplayFilter): Promise<number> {
     return countReplayable(this.db, filter);
