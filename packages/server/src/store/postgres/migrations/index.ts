@@ -9,6 +9,7 @@ import * as searchAndReplayJobs from './008-search-and-replay-jobs.js';
 import * as tokensAndAudit from './009-tokens-and-audit.js';
 import * as deadLettersByDestination from './010-dead-letters-by-destination.js';
 import * as endpointProtection from './011-endpoint-protection.js';
+import * as archiveReplay from './012-archive-replay.js';
 
 /**
  * Numbered PostgreSQL migrations, applied in order under an advisory lock; `ferry_migrations`
@@ -26,4 +27,5 @@ export const migrations: { version: number; sql: string }[] = [
   { version: 9, sql: tokensAndAudit.sql },
   { version: 10, sql: deadLettersByDestination.sql },
   { version: 11, sql: endpointProtection.sql },
+  { version: 12, sql: archiveReplay.sql },
 ];
