@@ -27,7 +27,7 @@ const maxBackfillDays = 3650;
  * received-at range sent to one destination as a job, or counted by a dry run.
  */
 export async function archiveReplayRoutes(app: FastifyInstance, deps: ArchiveReplayDeps): Promise<void> {
-  const { store, catalog, clock, jobs } = deps;
+  const { store, catalog, clock } = deps;
 
   app.post('/replays', { config: { audit: { kind: 'replay-job', action: 'replay-job.create' } } }, async (request, reply) => {
     const body = objectBody(request.body ?? {});
@@ -89,7 +89,11 @@ export function backfillFilter(destination: DestinationConfig, days: number, now
 export function refuseDisabled(catalog: Catalog, destination: DestinationConfig): void {
   if (!destination.enabled) throw new FerryError('destination_disabled', `destination ${destination.id} is disabled: enable it, then replay`, 'destinationId');
   if (catalog.types.get(destination.type) === undefined)
-    throw new FerryError('destination_disabled', `destination ${destination.id} is of type ${destination.type}, which this server does not know`, 'destinationId');
+    throw new FerryError(
+      'destination_disabled',
+      `destination ${destination.id} is of type ${destination.type}, which this server does not know`,
+      'destinationId',
+    );
 }
 
 /** The sources asked for, each known and routed to the destination; by default every source the destination is routed from. */
@@ -101,7 +105,11 @@ function archiveSources(catalog: Catalog, destination: DestinationConfig, asked:
   for (const [i, id] of asked.entries()) {
     if (!catalog.source(id)) throw new FerryError('not_found', `no source ${id}`, `sourceIds[${i}]`);
     if (!destination.sources.includes(id))
-      throw new FerryError('bad_request', `destination ${destination.id} is not routed from source ${id}: only its sources' events are replayed`, `sourceIds[${i}]`);
+      throw new FerryError(
+        'bad_request',
+        `destination ${destination.id} is not routed from source ${id}: only its sources' events are replayed`,
+        `sourceIds[${i}]`,
+      );
   }
   return [...new Set(asked)];
 }

@@ -51,6 +51,8 @@ export async function runArchiveJob(deps: ArchiveJobDeps, id: string, signal: Ab
   const { store, catalog, clock, logger, pacing } = deps;
   const wait = (ms: number) =>
     new Promise<void>((resolve) => {
+      // An abort that came while a batch ran fires no listener added after it.
+      if (signal.aborted) return resolve();
       const timers = timersOf(clock);
       const timer = timers.setTimeout(done, ms);
       function done() {

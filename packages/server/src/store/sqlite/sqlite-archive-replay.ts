@@ -74,7 +74,9 @@ export function archiveStep(db: Database.Database, deliveries: SqliteDeliveryRow
 
 /** How many events an archive replay would take now (see `ReplayJobsStore.countArchive`). */
 export function countArchive(db: Database.Database, args: ArchiveCountArgs): number {
-  const screened = screenedIdentities(db.prepare(`SELECT user_ids, source_ids, plan FROM regulations WHERE status = 'pending'`).all() as PendingRegulationRow[]);
+  const screened = screenedIdentities(
+    db.prepare(`SELECT user_ids, source_ids, plan FROM regulations WHERE status = 'pending'`).all() as PendingRegulationRow[],
+  );
   return db
     .prepare(
       `SELECT COUNT(*) FROM events e
