@@ -210,6 +210,25 @@ for (const backend of backends) {
       );
     });
 
+    test('ratePerSecond: batches of at most that many events, each followed by a wait of n / rate seconds on the clock', async (ctx) => {
+      const { t, clock, receiver } = await setUp(backend, (fn) => ctx.after(fn));
+      assert.equal((await t.send('/v1/batch', { batch: [1, 2, 3].map((n) => track(n)) })).status, 200);
+      assert.equal((await t.admin('POST', '/destinations', webhooksDestination('late', [receiver.url]))).status, 201);
+      const id = (await t.admin('POST', '/replays', { destinationId: 'late', since: isoAt(T0), ratePerSecond: 1 })).json.job.id;
+      await eventually(async () => (await job(t, id)).replayed === 1, 'the first batch, of one event');
+      // Only the clock's timer ends the wait: short of 1 s, nothing more is queued.
+      clock.advance(999);
+      for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+      assert.equal((await job(t, id)).replayed, 1);
+      clock.advance(1);
+      await eventually(async () => (await job(t, id)).replayed === 2, 'the second batch, a second later');
+      await t.idle();
+      clock.advance(1000);
+      await eventually(async () => (await job(t, id)).replayed === 3, 'the third batch');
+      clock.advance(1000);
+      await eventually(async () => (await job(t, id)).status === 'done', 'the job to end');
+    });
+
     test('cancel stops a job after its batch under way, keeps what it queued, is idempotent and audited', async (ctx) => {
       const { t, receiver } = await setUp(backend, (fn) => ctx.after(fn));
       assert.equal((await t.send('/v1/batch', { batch: [1, 2, 3, 4, 5].map((n) => track(n)) })).status, 200);
