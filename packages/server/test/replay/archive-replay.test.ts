@@ -86,7 +86,12 @@ async function setUp(backend: (typeof backends)[number], onAfter: (fn: () => Pro
   const open = await backend.place(cleanup.add, clock);
   const receiver = await startReceiver({ status: 200 });
   cleanup.add(() => receiver.close());
-  const t = await startFerry(testConfig(destinations), { clock, deliver: false, store: await open(), replay: { archiveBatchSize: 2, archivePollMs: pollMs } });
+  const t = await startFerry(testConfig(destinations), {
+    clock,
+    deliver: false,
+    store: await open(),
+    replay: { inlineLimit: 2, batchSize: 2, archiveBatchSize: 2, archivePollMs: pollMs },
+  });
   let stopped = false;
   cleanup.add(() => (stopped ? undefined : t.stop()));
   const stop = async () => {
@@ -252,6 +257,25 @@ for (const backend of backends) {
         listed.map((j: any) => [j.id, j.kind, j.status]),
         [[id, 'archive', 'cancelled']],
       );
+    });
+
+    test('cancel stops a dead-letter replay job too: no batch replays anything after it', async (ctx) => {
+      const { t, clock, receiver } = await setUp(backend, (fn) => ctx.after(fn));
+      receiver.reply({ status: 400 });
+      assert.equal((await t.admin('POST', '/destinations', webhooksDestination('hooks', [receiver.url]))).status, 201);
+      assert.equal((await t.send('/v1/batch', { batch: [1, 2, 3, 4, 5].map((n) => track(n)) })).status, 200);
+      await t.idle();
+      assert.equal((await t.admin('GET', '/dead-letters')).json.deliveries.length, 5);
+      // No batch runs on this node: the job waits in the store, as on a node that died.
+      await t.ferry.replayJobs.stop();
+      const submitted = await t.admin('POST', '/dead-letters/replay', { destinationId: 'hooks' });
+      const id = submitted.json.job.id;
+      assert.equal(submitted.json.job.kind, 'dead_letters');
+      const cancelled = await t.admin('POST', `/replay-jobs/${id}/cancel`);
+      assert.deepEqual([cancelled.json.kind, cancelled.json.status, cancelled.json.replayed], ['dead_letters', 'cancelled', 0]);
+      const after = await t.ferry.store.replayJobBatch({ id, limit: 2, nowMs: clock.now(), destinationIdsIn: ['hooks'] });
+      assert.deepEqual([after?.status, after?.replayed], ['cancelled', 0]);
+      assert.equal((await t.admin('GET', '/dead-letters')).json.deliveries.length, 5, 'still dead');
     });
 
     test('backfill: a destination created with "backfill the last N days" gets them; backfill is not stored', async (ctx) => {
