@@ -68,6 +68,9 @@ export async function runArchiveJob(deps: ArchiveJobDeps, id: string, signal: Ab
     const job = await store.getReplayJob(id);
     if (job === null || job.status !== 'running' || job.kind !== 'archive') return;
     const filter: ArchiveFilter = job.filter;
+    // Another node may have created the destination since this node's catalogue was loaded:
+    // it is read again before the job is failed for a destination that is gone.
+    if (catalog.destination(filter.destinationId) === undefined) await catalog.reload();
     const destination = catalog.destination(filter.destinationId);
     if (destination === undefined) {
       await store.failReplayJob(id, `destination ${filter.destinationId} was deleted`, clock.now());

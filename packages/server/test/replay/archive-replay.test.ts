@@ -278,6 +278,35 @@ for (const backend of backends) {
       assert.equal((await t.admin('GET', '/dead-letters')).json.deliveries.length, 5, 'still dead');
     });
 
+    if (backend.name === 'postgres')
+      test('two nodes carry one job on together, taking turns: each event is sent once', async (ctx) => {
+        const { t, clock, receiver, open, cleanup } = await setUp(backend, (fn) => ctx.after(fn));
+        const other = await startFerry(testConfig([]), {
+          clock,
+          deliver: false,
+          store: await open(),
+          replay: { archiveBatchSize: 2, archivePollMs: pollMs },
+        });
+        cleanup.add(() => other.stop());
+        const batch = Array.from({ length: 9 }, (_, i) => track(i + 1));
+        assert.equal((await t.send('/v1/batch', { batch })).status, 200);
+        assert.equal((await t.admin('POST', '/destinations', webhooksDestination('late', [receiver.url]))).status, 201);
+        const id = (await t.admin('POST', '/replays', { destinationId: 'late', since: isoAt(T0) })).json.job.id;
+        // As the sweep of running jobs does, on a node whose catalogue has not seen `late` yet.
+        await other.ferry.replayJobs.resumeRunning();
+        await eventually(async () => {
+          await Promise.all([t.idle(), other.idle()]);
+          clock.advance(pollMs);
+          return (await job(t, id)).status === 'done';
+        }, 'the job carried on by both nodes to end');
+        await Promise.all([t.idle(), other.idle()]);
+        const ended = await job(other, id);
+        assert.deepEqual([ended.status, ended.replayed], ['done', 9]);
+        const sent = receiver.requests.map((r) => r.json.messageId).sort();
+        assert.deepEqual(sent, [...new Set(sent)], 'no event sent twice');
+        assert.equal(sent.length, 9);
+      });
+
     test('backfill: a destination created with "backfill the last N days" gets them; backfill is not stored', async (ctx) => {
       const { t, clock, receiver } = await setUp(backend, (fn) => ctx.after(fn));
       clock.set(T0 - 3 * dayMs);
