@@ -17,7 +17,16 @@ const promiseRules = {
 
 export default tseslint.config(
   {
-    ignores: ['**/dist/**', '**/node_modules/**', 'bench/results/**', 'packages/server/test/fixtures/**', 'coverage/**', '.tmp/**'],
+    ignores: [
+      '**/dist/**',
+      'packages/server/dashboard-assets/**',
+      'test-artifacts/**',
+      '**/node_modules/**',
+      'bench/results/**',
+      'packages/server/test/fixtures/**',
+      'coverage/**',
+      '.tmp/**',
+    ],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,
@@ -49,6 +58,14 @@ export default tseslint.config(
       // An opaque handle typed `unknown` (the analytics clock's timers) still reads better as
       // `TimerHandle | undefined` where a timer may be unset.
       '@typescript-eslint/no-redundant-type-constituents': 'off',
+    },
+  },
+  {
+    // The dashboard runs in a browser and has a program of its own (DOM types, JSX for Preact).
+    files: ['packages/dashboard/**/*.{ts,tsx}'],
+    languageOptions: {
+      globals: globals.browser,
+      parserOptions: { project: './packages/dashboard/tsconfig.json', tsconfigRootDir: import.meta.dirname },
     },
   },
   {

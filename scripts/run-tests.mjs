@@ -5,9 +5,10 @@
 // formatting, the layering and the lint, and stops before any test when one of them fails;
 // `npm test -- <filter>` runs only the tests it names.
 import { spawn, spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureChromium } from './ensure-chromium.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const filters = process.argv.slice(2);
@@ -42,6 +43,32 @@ if (filters.length === 0) {
     console.error(`\nnpm test: ${failed.map((c) => `npm run ${c}`).join(', ')} failed (above); no test was run.`);
     process.exit(1);
   }
+}
+
+// Browser tests (`*.browser.test.ts`, the dashboard's) need Chromium and the built dashboard: the build is made
+// again when a dashboard source is newer than it, so a test never runs an old page.
+if (files.some((f) => f.endsWith('.browser.test.ts'))) {
+  if (!ensureChromium()) process.exit(1);
+  if (dashboardStale()) {
+    console.log('> npm run build --workspace @ferry/dashboard');
+    if (spawnSync('npm', ['run', '--silent', 'build', '--workspace', '@ferry/dashboard'], { cwd: root, stdio: 'inherit' }).status !== 0) process.exit(1);
+  }
+}
+
+function dashboardStale() {
+  const built = join(root, 'packages/server/dashboard-assets/index.html');
+  if (!existsSync(built)) return true;
+  const builtAt = statSync(built).mtimeMs;
+  const newest = (dir) =>
+    readdirSync(dir).reduce((max, name) => {
+      const path = join(dir, name);
+      const stat = statSync(path);
+      return Math.max(max, stat.isDirectory() ? newest(path) : stat.mtimeMs);
+    }, 0);
+  const dashboard = join(root, 'packages/dashboard');
+  return (
+    Math.max(newest(join(dashboard, 'src')), statSync(join(dashboard, 'index.html')).mtimeMs, statSync(join(dashboard, 'vite.config.ts')).mtimeMs) > builtAt
+  );
 }
 
 const child = spawn(process.execPath, ['--conditions=ferry-source', '--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=120000', ...files], {

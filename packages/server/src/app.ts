@@ -27,8 +27,10 @@ import { BodyBudget } from './ingest/body-budget.js';
 import { ingestRoutes } from './ingest/routes.js';
 import { healthRoutes } from './lifecycle/health-routes.js';
 import { Lifecycle, type StopOptions } from './lifecycle/lifecycle.js';
+import { ActivitySeries } from './metrics/activity-series.js';
 import { FerryMetrics } from './metrics/ferry-metrics.js';
 import { metricsRoutes } from './metrics/metrics-routes.js';
+import { dashboardRoutes } from './dashboard/dashboard-routes.js';
 import { RegulationRunner } from './regulations/regulation-runner.js';
 import { defaultReplaySettings, ReplayJobRunner, type ReplaySettings } from './replay/replay-job-runner.js';
 import { RetentionPruner } from './retention/pruner.js';
@@ -118,6 +120,11 @@ export interface FerryOptions {
   tokenCacheMs?: number;
   /** Time between two runs of the retention's pruner (`retention/pruner.ts`). Default one minute. */
   pruneIntervalMs?: number;
+  /**
+   * Where the built dashboard is read from, served at `/dashboard/` on the admin listener.
+   * Default the server package's `dashboard-assets/`, written by `npm run build`.
+   */
+  dashboardAssets?: string;
 }
 
 /** Where the admin listener listens; see {@link FerryOptions.admin}. */
@@ -166,6 +173,8 @@ export interface Ferry {
   readonly audiences: AudienceSync;
   /** Deletes what is past its retention, every `pruneIntervalMs`. */
   readonly pruner: RetentionPruner;
+  /** Per-minute counts of what this node did, written to the store once a minute (`GET /admin/v1/series`). */
+  readonly activity: ActivitySeries;
   readonly logger: Logger;
   /**
    * What happens in this server, as it happens: every event of the catalogue
@@ -266,6 +275,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     owner: options.nodeId,
   });
   forwardWorkerEvents(worker, events);
+  const activity = new ActivitySeries({ events, counts: store.activity, clock, node: worker.owner, logger });
   const autoDisable = new AutoDisable({ worker, store, catalog, clock, logger, onDisabled: (notice) => events.emit('destination:auto-disabled', notice) });
   autoDisable.start();
   const wake = () => worker.wake();
@@ -286,6 +296,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     regulations,
     replayJobs,
     pruner,
+    activity,
     sender,
     store,
     events,
@@ -318,8 +329,12 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     logger,
     attemptWindows: metrics?.windows,
     circuits: worker.circuits,
+    testCalls: { sender, timeoutMs: config.delivery.timeoutMs },
+    activity,
   });
   if (metrics) await metricsRoutes(adminApp, { metrics, tokens, public: options.metricsPublic });
+  // The dashboard calls the admin API from the page's own origin, so it lives on the same listener.
+  await dashboardRoutes(adminApp, { assetsDir: options.dashboardAssets });
 
   const listen = async (port: number, host: string): Promise<FerryUrls> => {
     const url = (await app.listen({ port, host })).replace('[::1]', 'localhost');
@@ -356,6 +371,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
       audiences.start();
     }
     pruner.start();
+    activity.start();
     return typeof portOrListen === 'number' ? urls.url : urls;
   }
 
@@ -371,6 +387,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     replayJobs,
     audiences,
     pruner,
+    activity,
     logger,
     events,
     metrics,

@@ -19,8 +19,15 @@ import { configRoutes } from './config-routes.js';
 import { adminRoutes, type AdminDeps } from './routes.js';
 import { tokenRoutes, tokenView } from './token-routes.js';
 import { tailRoutes } from './tail-routes.js';
+import { EventStreams } from './event-streams.js';
+import { liveRoutes } from './live-routes.js';
+import { seriesRoutes } from './series-routes.js';
+import type { ActivitySeries } from '../metrics/activity-series.js';
 import { statsRoutes, type StatsRouteDeps } from './stats-routes.js';
 import { secretRoutes } from './secret-routes.js';
+import { sessionRoutes } from './session-routes.js';
+import { destinationTestRoutes } from './destination-test-routes.js';
+import type { WebhookSender } from '../destinations/http/sender.js';
 import { refuseUnknownKeys } from './unknown-keys.js';
 import type { AttemptWindows } from '../metrics/attempt-windows.js';
 
@@ -42,6 +49,10 @@ export interface AdminApiDeps extends AdminDeps {
   attemptWindows?: Pick<AttemptWindows, 'stats'>;
   /** The worker's circuit breakers, for the stats. */
   circuits?: StatsRouteDeps['circuits'];
+  /** The transport and time limit of delivery, for `POST /destinations/{id}/test`. */
+  testCalls: { sender: WebhookSender; timeoutMs: number };
+  /** The per-minute counts of `GET /series`. */
+  activity: Pick<ActivitySeries, 'series'>;
 }
 
 /** The path every admin route lives under. */
@@ -75,9 +86,15 @@ export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps)
           await secretRoutes(v1, { catalog: deps.catalog, clock: deps.clock });
           await audienceRoutes(v1, { audiences: deps.audiences.store, sync: deps.audiences.sync, catalog: deps.catalog, clock: deps.clock });
           await tokenRoutes(v1, deps.tokens);
+          await sessionRoutes(v1);
+          await destinationTestRoutes(v1, { catalog: deps.catalog, clock: deps.clock, logger: deps.logger, ...deps.testCalls });
           await auditRoutes(v1, deps.store.audit);
-          await tailRoutes(v1, { events: deps.events, clock: deps.clock });
+          const streams = new EventStreams(deps.clock);
+          streams.endOnClose(v1);
+          await tailRoutes(v1, { events: deps.events, clock: deps.clock, streams });
+          await liveRoutes(v1, { events: deps.events, catalog: deps.catalog, streams });
           await configRoutes(v1, deps);
+          await seriesRoutes(v1, deps.activity);
           await retentionRoutes(v1, deps.store);
           await statsRoutes(v1, { store: deps.store, catalog: deps.catalog, clock: deps.clock, windows: deps.attemptWindows, circuits: deps.circuits });
         },

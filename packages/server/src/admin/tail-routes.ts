@@ -1,35 +1,24 @@
-import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { FerryError } from '../errors/error-codes.js';
 import type { FerryEventName, FerryEvents } from '../events/catalogue.js';
 import type { EventBus } from '../events/event-bus.js';
 import { formatUtcMs } from '../model/timestamps.js';
-import { timersOf, type Clock } from '../util/clock.js';
+import type { Clock } from '../util/clock.js';
+import { defaultTailMaxClients, EventStreams } from './event-streams.js';
+
+export { defaultTailMaxClients, tailHeartbeatMs } from './event-streams.js';
 
 /** What `GET /tail` needs. */
 export interface TailDeps {
   events: EventBus;
   /** Stamps each event (`at`) and runs the heartbeat timer. */
   clock: Clock;
-  /** Streams open at once at most; further ones are refused 429 `too_many_tail_clients`. Default {@link defaultTailMaxClients}. */
-  maxClients?: number;
+  /**
+   * The streams of the admin API, sharing their cap; when absent, a set of its own of
+   * {@link defaultTailMaxClients}.
+   */
+  streams?: EventStreams;
 }
-
-/**
- * A few terminals and dashboard views at once. Each stream is a listener on the bus, run
- * synchronously in the stage that emits, so their number is capped.
- */
-export const defaultTailMaxClients = 32;
-/**
- * 15 s: below the idle timeouts of common proxies and load balancers (often 30 to 60 s), so a
- * quiet stream is not cut, and a client can tell a live stream from a dead one.
- */
-export const tailHeartbeatMs = 15_000;
-/**
- * A client that reads slower than events come is dropped once this much waits unsent for it,
- * rather than letting the server buffer without bound on its behalf.
- */
-const maxBufferedBytes = 1024 * 1024;
 
 type Summary = Record<string, unknown>;
 
@@ -116,56 +105,21 @@ function chosenEvents(raw: unknown): TailEventName[] {
  */
 export async function tailRoutes(app: FastifyInstance, deps: TailDeps): Promise<void> {
   const { events, clock } = deps;
-  const timers = timersOf(clock);
-  const maxClients = deps.maxClients ?? defaultTailMaxClients;
-  const open = new Set<() => void>();
-
-  // preClose runs before the listener stops accepting and waits for requests in progress: an
-  // open stream ended here cannot hold the stop.
-  app.addHook('preClose', async () => {
-    for (const end of [...open]) end();
-  });
+  const streams = deps.streams ?? new EventStreams(clock, defaultTailMaxClients);
+  if (!deps.streams) streams.endOnClose(app);
 
   app.get<{ Querystring: { events?: string } }>('/tail', { config: { query: ['events'] } }, async (request, reply) => {
     const names = chosenEvents(request.query.events);
-    if (open.size >= maxClients) throw new FerryError('too_many_tail_clients', `at most ${maxClients} tail streams may be open at once; close one and retry`);
-
-    const stream = new PassThrough();
-    const listeners: { name: TailEventName; listener: (payload: never) => void }[] = [];
-    let heartbeat: unknown;
-    const write = (text: string) => {
-      if (stream.destroyed || stream.writableEnded) return;
-      stream.write(text);
-      if (stream.writableLength > maxBufferedBytes) end();
-    };
-    const beat = () => {
-      write(': heartbeat\n\n');
-      heartbeat = timers.setTimeout(beat, tailHeartbeatMs);
-    };
-    const end = () => {
-      if (!open.delete(end)) return;
-      timers.clearTimeout(heartbeat);
-      for (const { name, listener } of listeners) events.off(name, listener as never);
-      if (!stream.destroyed) stream.end();
-    };
-    open.add(end);
-    for (const name of names) {
-      const summarise = tailable[name] as (payload: unknown) => Summary;
-      const listener = (payload: unknown) => write(`event: ${name}\ndata: ${JSON.stringify({ at: formatUtcMs(clock.now()), ...summarise(payload) })}\n\n`);
-      events.on(name, listener);
-      listeners.push({ name, listener });
-    }
-    stream.on('close', end);
-    // The response's close, not the request's: the request closes once read, the response when the client goes.
-    reply.raw.on('close', end);
-    // The first bytes send the head at once, so the client knows the stream is open.
-    write(`: ferry tail: ${names.join(',')}\n\n`);
-    heartbeat = timers.setTimeout(beat, tailHeartbeatMs);
-    return reply
-      .header('content-type', 'text/event-stream; charset=utf-8')
-      .header('cache-control', 'no-store')
-      .header('x-accel-buffering', 'no')
-      .header('connection', 'close')
-      .send(stream);
+    return streams.send(reply, `ferry tail: ${names.join(',')}`, (write) => {
+      const listeners = names.map((name) => {
+        const summarise = tailable[name] as (payload: unknown) => Summary;
+        const listener = (payload: unknown) => write(`event: ${name}\ndata: ${JSON.stringify({ at: formatUtcMs(clock.now()), ...summarise(payload) })}\n\n`);
+        events.on(name, listener);
+        return { name, listener };
+      });
+      return () => {
+        for (const { name, listener } of listeners) events.off(name, listener);
+      };
+    });
   });
 }

@@ -34,6 +34,13 @@ export interface FerryEvents {
    * many, no job made for them. A batch sent again is routed, and counted, again.
    */
   'ingest:filtered': { sourceId: string; filtered: { destinationId: string; count: number }[] };
+  /**
+   * One message of a source stored now, not a duplicate (`ingest/`), with the destinations a
+   * delivery was made for and those whose filter dropped it. Emitted only while it has a
+   * listener (`GET /sources/{id}/live`): ingestion pays nothing for it otherwise. `json` is
+   * the normalised message exactly as stored.
+   */
+  'ingest:message': { sourceId: string; receivedAtMs: number; json: string; routedTo: string[]; filtered: string[] };
   /** A deletion request was carried out (`regulations/`); counts only, never a user id. */
   'regulation:done': { regulationId: string; eventsDeleted: number; deliveriesDeleted: number; notices: number };
   /** An audience sync finished, with or without changes (`audiences/`). */

@@ -2,10 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { FerryError, type ErrorCode } from '../errors/error-codes.js';
 import type { EventBus } from '../events/event-bus.js';
 import type { Catalog } from '../routing/catalog.js';
-import { routeMessage } from '../routing/route.js';
+import { routeMessage, type RoutedDelivery } from '../routing/route.js';
+import type { RouteTarget } from '../routing/route-target.js';
 import type { NewEvent, NewRejection, Store } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
-import type { CallType } from '../model/message.js';
+import type { CallType, NormalizedMessage } from '../model/message.js';
 import { normalizeMessage, readEnvelope } from './normalize.js';
 import { readJsonBody, writeKeyFromBasicAuth } from './read-body.js';
 
@@ -82,6 +83,10 @@ export async function ingestRequest(req: IngestRequest, deps: IngestDeps): Promi
   // Calls each destination's filter dropped, per destination; told once the commit is done.
   const filtered = new Map<string, number>();
   const meta = { receivedAtMs, ip: req.ip, newMessageId: randomUUID };
+  // Someone watches this server's messages one by one: each message's own filtered destinations
+  // are kept, and the store tells which were stored. Nobody watching, none of it is done.
+  const watched = deps.events.listenerCount('ingest:message') > 0;
+  const filteredOf: string[][] = [];
   const events: NewEvent[] = [];
   const rejected: Rejected[] = [];
   envelope.messages.forEach((raw, index) => {
@@ -100,15 +105,16 @@ export async function ingestRequest(req: IngestRequest, deps: IngestDeps): Promi
       event: m.type === 'track' ? m.event : undefined,
       receivedAtMs,
       json: result.json,
-      deliveries: routeMessage(m, targets, deps.catalog.types, filtered),
+      deliveries: watched ? routeWatched(m, targets, deps, filtered, filteredOf) : routeMessage(m, targets, deps.catalog.types, filtered),
     });
   });
 
   const single = req.route !== 'batch';
   const rejections: NewRejection[] = rejected.map((r) => ({ sourceId: source.id, ...r }));
   try {
-    const outcome = await deps.store.ingest({ receivedAtMs, events, rejections });
+    const outcome = await deps.store.ingest({ receivedAtMs, events, rejections, reportStored: watched });
     if (outcome.deliveries > 0) deps.onCommitted?.();
+    if (outcome.stored) emitStored(deps, source.id, receivedAtMs, events, outcome.stored, filteredOf);
     if (events.length > 0) deps.events.emit('ingest:accepted', { sourceId: source.id, count: outcome.inserted, duplicates: outcome.duplicates });
     if (filtered.size > 0) {
       deps.events.emit('ingest:filtered', { sourceId: source.id, filtered: [...filtered].map(([destinationId, count]) => ({ destinationId, count })) });
@@ -125,6 +131,38 @@ export async function ingestRequest(req: IngestRequest, deps: IngestDeps): Promi
     return { status: 200, body: { success: true, rejected } };
   }
   return { status: 200, body: { success: true } };
+}
+
+/**
+ * {@link routeMessage} for a watched request: the message's own filtered destinations are kept
+ * as the next entry of `filteredOf`, and counted into the request's `filtered` as well.
+ */
+function routeWatched(
+  message: NormalizedMessage,
+  targets: readonly RouteTarget[],
+  deps: IngestDeps,
+  filtered: Map<string, number>,
+  filteredOf: string[][],
+): RoutedDelivery[] {
+  const own = new Map<string, number>();
+  const routed = routeMessage(message, targets, deps.catalog.types, own);
+  for (const id of own.keys()) filtered.set(id, (filtered.get(id) ?? 0) + 1);
+  filteredOf.push([...own.keys()]);
+  return routed;
+}
+
+/** `ingest:message` for each message of the request that was stored now. */
+function emitStored(deps: IngestDeps, sourceId: string, receivedAtMs: number, events: NewEvent[], stored: boolean[], filteredOf: string[][]): void {
+  events.forEach((e, i) => {
+    if (!stored[i]) return;
+    deps.events.emit('ingest:message', {
+      sourceId,
+      receivedAtMs,
+      json: e.json,
+      routedTo: e.deliveries.map((d) => d.destinationId),
+      filtered: filteredOf[i] ?? [],
+    });
+  });
 }
 
 /** The answer to a request refused whole, of which nothing is stored; `cause` is the store's failure. */

@@ -29,6 +29,8 @@ export interface LifecycleParts {
   replayJobs?: { stop(): Promise<void> };
   /** The retention's pruner: the run under way stops after its batch. */
   pruner?: { stop(): Promise<void> };
+  /** The activity series: what it counted and has not written yet is written, the current minute's too. */
+  activity?: { stop(): Promise<void> };
   sender: { close(): Promise<void> };
   store: { close(): Promise<void> };
   /** Stops timers of the server's own (say, catalog reloads) as the stop begins. */
@@ -94,6 +96,7 @@ export class Lifecycle {
     await step(() => this.parts.regulations.stop());
     await step(() => this.parts.replayJobs?.stop());
     await step(() => this.parts.pruner?.stop());
+    await step(() => this.parts.activity?.stop());
     await step(() => this.parts.sender.close());
     await step(() => this.parts.store.close());
     this.parts.events.emit('lifecycle:stopped', {});

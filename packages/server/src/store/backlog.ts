@@ -10,11 +10,10 @@ export interface DestinationBacklog {
 }
 
 /**
- * The backlog per destination, for metrics and the per-destination stats: read by an
- * index-only query (pending from the due index, dead letters from an index of their own), so a
- * scrape costs a pass over an index of narrow entries rather than a read of the jobs, and
- * nothing is added to ingestion or delivery (docs/operations.md, "Monitoring", has its cost on
- * a backlog of a million).
+ * The backlog per destination, for metrics and the per-destination stats. On SQLite the
+ * counts are kept by the store's writes and read as a row per destination; on PostgreSQL they
+ * are read by an index-only query over the narrow queue table (docs/operations.md,
+ * "Monitoring", has the cost of each on a backlog of a million).
  */
 export interface BacklogReads {
   /** Every destination with at least one pending job or dead letter, in id order. */

@@ -29,6 +29,8 @@ export interface IngestWrite {
   receivedAtMs: number;
   events: NewEvent[];
   rejections: NewRejection[];
+  /** Asks for {@link IngestOutcome.stored}: set only while someone watches messages one by one (`GET /sources/{id}/live`). */
+  reportStored?: boolean;
 }
 
 /** What the write did: duplicates are messages whose (source, messageId) was already stored. */
@@ -36,6 +38,12 @@ export interface IngestOutcome {
   inserted: number;
   duplicates: number;
   deliveries: number;
+  /**
+   * With `reportStored`, one flag per event of the write, in its order: true when it was stored
+   * now, false for a duplicate (a messageId repeated within the write is stored once, its
+   * first copy). Absent otherwise.
+   */
+  stored?: boolean[];
 }
 
 /** A kept rejection as the admin API shows it. */

@@ -1,3 +1,4 @@
+import type { ActivityCounts } from './activity-counts.js';
 import type { AudienceStore } from './audience-store.js';
 import type { AuditLog } from './audit-log.js';
 import type { BacklogReads } from './backlog.js';
@@ -16,6 +17,7 @@ import type { TokenStore } from './token-store.js';
  * Each role's vocabulary, from one place: a caller that needs a single role can instead
  * import that role's module and depend on nothing else.
  */
+export type * from './activity-counts.js';
 export type * from './audience-store.js';
 export type * from './audit-log.js';
 export type * from './backlog.js';
@@ -65,6 +67,8 @@ export interface Store extends EventLog, DeliveryQueue, DeliveryReads, BacklogRe
   readonly rateLimitBuckets: RateLimitBuckets | undefined;
   /** Pruning what is past its retention, and the size the store takes (retention/pruner.ts). */
   readonly retention: RetentionStore;
+  /** Per-minute counts of what each node did, for the admin API's series (`metrics/activity-series.ts`). */
+  readonly activity: ActivityCounts;
   stats(): Promise<StoreStats>;
   /**
    * Whether an error this store threw means its database is unavailable (locked, full, down,

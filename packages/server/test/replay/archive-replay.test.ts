@@ -247,6 +247,7 @@ for (const backend of backends) {
       assert.deepEqual((await t.admin('POST', `/replay-jobs/${id}/cancel`)).json, cancelled.json, 'a second cancel changes nothing');
       await within(30_000, 'the cancelled job to stop', t.ferry.replayJobs.idle());
       assert.equal((await job(t, id)).replayed, 2);
+      assert.equal((await t.admin('GET', '/destinations/late/stats')).json.pending, 2, "the backlog's counts include what the job queued");
       await t.idle();
       assert.equal(receiver.requests.length, 2, 'what it queued before the cancel is sent');
       const audit = (await t.admin('GET', '/audit')).json.entries.find((e: any) => e.action === 'replay-job.cancel');

@@ -46,8 +46,10 @@ export class PgEventLog implements EventLog {
           body: string;
           at: number;
         }[] = [];
+        const stored = write.reportStored ? (outcome.stored = [] as boolean[]) : undefined;
         for (const event of e) {
           const eventId = idByMessage.get(event.messageId);
+          stored?.push(eventId !== undefined);
           if (eventId === undefined) continue;
           // A messageId repeated inside one write is stored once; route only its first copy.
           idByMessage.delete(event.messageId);

@@ -1,4 +1,5 @@
 import type { DestinationConfig, SourceConfig } from '../../config/model.js';
+import { PgActivityCounts } from './pg-activity-counts.js';
 import type { AudienceStore } from '../audience-store.js';
 import type { AuditLog } from '../audit-log.js';
 import type { DestinationHealthStore } from '../destination-health.js';
@@ -21,6 +22,7 @@ import type {
 } from '../replay-jobs-store.js';
 import type { Store, StoreStats } from '../store.js';
 import type { TokenStore } from '../token-store.js';
+import type { ActivityCounts } from '../activity-counts.js';
 import type { RetentionStore } from '../retention-store.js';
 import type { Clock } from '../../util/clock.js';
 import { PgAudienceStore } from './pg-audience-store.js';
@@ -82,6 +84,7 @@ export class PgStore implements Store {
   readonly health: DestinationHealthStore;
   readonly rateLimitBuckets: RateLimitBuckets | undefined;
   readonly retention: RetentionStore;
+  readonly activity: ActivityCounts;
   private readonly eventLog: PgEventLog;
   private readonly completions: PgCompletions;
   private readonly reads: PgDeliveryReads;
@@ -107,6 +110,7 @@ export class PgStore implements Store {
     this.health = new PgDestinationHealth(pools.main);
     this.rateLimitBuckets = new PgRateLimitBuckets(pools.main);
     this.retention = new PgRetention(pools.main);
+    this.activity = new PgActivityCounts(pools.main);
   }
 
   /** Connects, creates the schema if needed, and applies pending migrations. */

@@ -55,13 +55,15 @@ export function archiveStep(db: Database.Database, deliveries: SqliteDeliveryRow
     }) as EventRow[];
   const screened = deletionScreen(db.prepare(`SELECT user_ids, source_ids, plan FROM regulations WHERE status = 'pending'`).all() as PendingRegulationRow[]);
   let queued = 0;
-  for (const e of events) {
-    const event = toArchived(e);
-    const body = screened(event) ? null : args.render(event);
-    if (body === null) continue;
-    deliveries.insert.run(filter.destinationId, e.source_id, e.id, 'event', e.message_id, e.user_id, body, args.nowMs, args.nowMs);
-    queued++;
-  }
+  deliveries.batch(() => {
+    for (const e of events) {
+      const event = toArchived(e);
+      const body = screened(event) ? null : args.render(event);
+      if (body === null) continue;
+      deliveries.insert(filter.destinationId, e.source_id, e.id, 'event', e.message_id, e.user_id, body, args.nowMs, args.nowMs);
+      queued++;
+    }
+  });
   const lastRow = events.at(-1);
   return {
     held: false,

@@ -1,46 +1,47 @@
 import type Database from 'better-sqlite3';
 import type { BacklogReads, DestinationBacklog } from '../backlog.js';
+import type { SqliteBacklogCounts } from './sqlite-backlog-counts.js';
 
 /**
- * `BacklogReads` on SQLite. Pending jobs are counted, and the oldest found (the least rowid:
- * ids grow with creation), in one pass over the due index, which holds the destination and the
- * rowid of every pending job and nothing of the rest (about 35 ms a million entries); dead
- * letters over an index of their own (migration 7). Nothing is written for it on the way in.
+ * `BacklogReads` on SQLite. Pending jobs and dead letters are counted by the store's writes
+ * as they happen (sqlite-backlog-counts.ts), so a read costs a row per destination. The oldest
+ * pending job of each is found by walking the status index's pending entries in id order
+ * (ids grow with creation) from a bound kept at or below it, up to its first: the entries
+ * between the last oldest found and the new one are walked once, not the whole backlog at
+ * every scrape.
  */
 export class SqliteBacklog implements BacklogReads {
-  private readonly pendingSql: Database.Statement;
-  private readonly deadSql: Database.Statement;
-  private readonly createdSql: Database.Statement;
+  private readonly oldestSql: Database.Statement<[number, string], { id: number; c: number }>;
   private readonly retryingSql: Database.Statement;
 
-  constructor(db: Database.Database) {
-    this.pendingSql = db.prepare(
-      `SELECT destination_id AS d, COUNT(*) AS n, MIN(id) AS oldest FROM deliveries INDEXED BY deliveries_due WHERE status = 'pending' GROUP BY destination_id`,
+  constructor(
+    db: Database.Database,
+    private readonly counts: SqliteBacklogCounts,
+  ) {
+    this.oldestSql = db.prepare(
+      `SELECT id, created_at AS c FROM deliveries INDEXED BY deliveries_status
+       WHERE status = 'pending' AND id >= ? AND destination_id = ? ORDER BY id LIMIT 1`,
     );
-    this.deadSql = db.prepare(
-      `SELECT destination_id AS d, COUNT(*) AS n FROM deliveries INDEXED BY deliveries_dead_destination WHERE status = 'dead' GROUP BY destination_id`,
-    );
-    this.createdSql = db.prepare(`SELECT created_at AS c FROM deliveries WHERE id = ?`);
     this.retryingSql = db.prepare(`SELECT COUNT(*) AS n FROM deliveries WHERE status = 'pending' AND destination_id = ? AND attempt_count > 0`);
   }
 
   async backlog(): Promise<DestinationBacklog[]> {
-    const byId = new Map<string, DestinationBacklog>();
-    const entry = (destinationId: string) => {
-      let e = byId.get(destinationId);
-      if (e === undefined) byId.set(destinationId, (e = { destinationId, pending: 0, dead: 0, oldestPendingCreatedAtMs: null }));
-      return e;
-    };
-    for (const r of this.pendingSql.all() as { d: string; n: number; oldest: number }[]) {
-      const e = entry(r.d);
-      e.pending = r.n;
-      e.oldestPendingCreatedAtMs = (this.createdSql.get(r.oldest) as { c: number } | undefined)?.c ?? null;
-    }
-    for (const r of this.deadSql.all() as { d: string; n: number }[]) entry(r.d).dead = r.n;
-    return [...byId.values()].sort((a, b) => (a.destinationId < b.destinationId ? -1 : a.destinationId > b.destinationId ? 1 : 0));
+    return this.counts.rows().map((r) => ({
+      destinationId: r.destinationId,
+      pending: r.pending,
+      dead: r.dead,
+      oldestPendingCreatedAtMs: r.pending > 0 ? this.oldestPendingCreatedAt(r.destinationId) : null,
+    }));
   }
 
   async retryingCount(destinationId: string): Promise<number> {
     return (this.retryingSql.get(destinationId) as { n: number }).n;
+  }
+
+  private oldestPendingCreatedAt(destinationId: string): number | null {
+    const row = this.oldestSql.get(this.counts.oldestFrom(destinationId), destinationId);
+    if (row === undefined) return null;
+    this.counts.foundOldest(destinationId, row.id);
+    return row.c;
   }
 }

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import type { ReplayFilter } from '../delivery-queue.js';
 import { errorClassPatterns } from '../delivery-search.js';
 import type { LeaseTable } from './lease-table.js';
+import type { SqliteBacklogCounts } from './sqlite-backlog-counts.js';
 import type { SqliteDeliveryRows } from './sqlite-delivery-rows.js';
 
 /**
@@ -21,6 +22,7 @@ export function abandonPending(db: Database.Database, leases: LeaseTable, delive
        WHERE status = 'pending' AND destination_id = ?`,
     )
     .run(nowMs, destinationId).changes;
+  deliveries.counts.adjust(destinationId, -abandoned, abandoned);
   // Its held jobs are dead now: an outcome still on its way is refused, and nothing is held.
   leases.unholdDestination(destinationId);
   return abandoned + notices.filter((n) => n.status === 'pending').length;
@@ -74,7 +76,14 @@ export function countReplayable(db: Database.Database, filter: ReplayFilter): nu
  * Puts the dead letters `filter` takes back in line, due at `nowMs`: all of them, or with
  * `page`, at most `page.limit` of those after `page.afterId`, in id order. Returns their ids.
  */
-export function replay(db: Database.Database, leases: LeaseTable, filter: ReplayFilter, nowMs: number, page?: { afterId: number; limit: number }): number[] {
+export function replay(
+  db: Database.Database,
+  leases: LeaseTable,
+  counts: SqliteBacklogCounts,
+  filter: ReplayFilter,
+  nowMs: number,
+  page?: { afterId: number; limit: number },
+): number[] {
   const found = replayWhere(filter);
   if (!found) return [];
   const { where } = found;
@@ -85,16 +94,28 @@ export function replay(db: Database.Database, leases: LeaseTable, filter: Replay
     params = [...params, ...params, page.afterId, page.limit];
   }
   // A replay opens a fresh retry window: the old one has run out by definition.
-  const replayed = db
-    .prepare<unknown[], number>(
+  const rows = db
+    .prepare<unknown[], { id: number; d: string }>(
       `UPDATE deliveries SET status = 'pending', trigger = 'manual', next_attempt_at = ?, first_attempt_at = NULL, attempt_count = 0,
          completed_at = NULL, dead_reason = NULL, lease_owner = NULL
-       WHERE ${where.join(' AND ')} ${paging} RETURNING id`,
+       WHERE ${where.join(' AND ')} ${paging} RETURNING id, destination_id AS d`,
     )
-    .pluck()
     .all(nowMs, ...params);
-  // A dead job may still be held by a worker whose outcome is on its way (a destination
-  // deleted mid-attempt): that outcome belongs to the old window, not to the replayed job.
-  for (const id of replayed) leases.unhold(id);
-  return replayed;
+  const by = new Map<string, { n: number; least: number }>();
+  for (const r of rows) {
+    // A dead job may still be held by a worker whose outcome is on its way (a destination
+    // deleted mid-attempt): that outcome belongs to the old window, not to the replayed job.
+    leases.unhold(r.id);
+    const e = by.get(r.d);
+    if (e === undefined) by.set(r.d, { n: 1, least: r.id });
+    else {
+      e.n += 1;
+      e.least = Math.min(e.least, r.id);
+    }
+  }
+  for (const [d, e] of by) {
+    counts.adjust(d, e.n, -e.n);
+    counts.lowerOldestBound(d, e.least);
+  }
+  return rows.map((r) => r.id);
 }

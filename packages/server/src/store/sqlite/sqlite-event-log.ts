@@ -30,20 +30,22 @@ export class SqliteEventLog implements EventLog {
 
   ingest(write: IngestWrite): Promise<IngestOutcome> {
     // Only accepted events need an fsync before the answer; a write of rejections alone does not.
-    return this.commits.run(() => this.apply(write), write.events.length > 0 ? 'durable' : 'prompt');
+    return this.commits.run(() => this.deliveries.batch(() => this.apply(write)), write.events.length > 0 ? 'durable' : 'prompt');
   }
 
   private apply(write: IngestWrite): IngestOutcome {
     const outcome: IngestOutcome = { inserted: 0, duplicates: 0, deliveries: 0 };
+    const stored = write.reportStored ? (outcome.stored = [] as boolean[]) : undefined;
     for (const e of write.events) {
       const row = this.insertEvent.get(e.sourceId, e.messageId, e.type, e.userId ?? null, e.anonymousId ?? null, e.event ?? null, e.receivedAtMs, e.json);
+      stored?.push(row !== undefined);
       if (row === undefined) {
         outcome.duplicates++;
         continue;
       }
       outcome.inserted++;
       for (const d of e.deliveries) {
-        this.deliveries.insert.run(d.destinationId, e.sourceId, row.id, d.kind, e.messageId, e.userId ?? null, d.body, e.receivedAtMs, e.receivedAtMs);
+        this.deliveries.insert(d.destinationId, e.sourceId, row.id, d.kind, e.messageId, e.userId ?? null, d.body, e.receivedAtMs, e.receivedAtMs);
         outcome.deliveries++;
       }
     }

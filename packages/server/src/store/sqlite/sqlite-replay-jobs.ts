@@ -39,9 +39,7 @@ export class SqliteReplayJobs implements ReplayJobsStore {
         const step = archiveStep(this.db, this.deliveries, row, args);
         if (step.held) return { job: toReplayJob(row), held: true, queued: 0 };
         this.db
-          .prepare(
-            `UPDATE replay_jobs SET replayed = replayed + ?, skipped = skipped + ?, cursor = ?, cursor_at = ?, status = ?, finished_at = ? WHERE id = ?`,
-          )
+          .prepare(`UPDATE replay_jobs SET replayed = replayed + ?, skipped = skipped + ?, cursor = ?, cursor_at = ?, status = ?, finished_at = ? WHERE id = ?`)
           .run(
             step.queued,
             step.skipped,
@@ -95,7 +93,7 @@ export class SqliteReplayJobs implements ReplayJobsStore {
         if (!row || row.status !== 'running') return row ? toReplayJob(row) : null;
         const job = toReplayJob(row);
         if (job.kind !== 'dead_letters') return job;
-        const ids = replay(this.db, this.leases, { ...job.filter, destinationIdsIn: args.destinationIdsIn }, args.nowMs, {
+        const ids = replay(this.db, this.leases, this.deliveries.counts, { ...job.filter, destinationIdsIn: args.destinationIdsIn }, args.nowMs, {
           afterId: row.cursor,
           limit: args.limit,
         });

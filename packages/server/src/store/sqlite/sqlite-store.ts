@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { SqliteActivityCounts } from './sqlite-activity-counts.js';
 import type { DestinationConfig, SourceConfig } from '../../config/model.js';
 import type { AudienceStore } from '../audience-store.js';
 import type { AuditLog } from '../audit-log.js';
@@ -22,6 +23,7 @@ import type {
 } from '../replay-jobs-store.js';
 import type { Store, StoreStats } from '../store.js';
 import type { TokenStore } from '../token-store.js';
+import type { ActivityCounts } from '../activity-counts.js';
 import type { RetentionStore } from '../retention-store.js';
 import { CoalescedTask } from '../coalesced-task.js';
 import { systemClock, timersOf, type Clock } from '../../util/clock.js';
@@ -88,6 +90,7 @@ export class SqliteStore implements Store {
   readonly health: DestinationHealthStore;
   readonly rateLimitBuckets: RateLimitBuckets | undefined;
   readonly retention: RetentionStore;
+  readonly activity: ActivityCounts;
   private readonly db: Database.Database;
   /** Held open for the store's life: see {@link takeOwnership}. */
   private readonly ownership: Database.Database | undefined;
@@ -126,7 +129,7 @@ export class SqliteStore implements Store {
       this.claims = new SqliteClaims(this.db, this.leases, this.probe);
       this.completions = new SqliteCompletions(this.db, this.commits, this.leases, this.probe, this.deliveries, this.walTruncation);
       this.reads = new SqliteDeliveryReads(this.db, this.leases);
-      this.backlogReads = new SqliteBacklog(this.db);
+      this.backlogReads = new SqliteBacklog(this.db, this.deliveries.counts);
       this.regulations = new SqliteRegulations(this.db, this.deliveries, this.walTruncation);
       this.catalog = new SqliteCatalog(this.db);
       this.replayJobs = new SqliteReplayJobs(this.db, this.leases, this.deliveries);
@@ -135,7 +138,8 @@ export class SqliteStore implements Store {
       this.audit = new SqliteAuditLog(this.db);
       this.health = new SqliteDestinationHealth(this.db);
       this.rateLimitBuckets = undefined;
-      this.retention = new SqliteRetention(this.db, this.walTruncation);
+      this.retention = new SqliteRetention(this.db, this.walTruncation, this.deliveries.counts);
+      this.activity = new SqliteActivityCounts(this.db);
     } catch (error) {
       // Nothing half-open stays behind, least of all the lock: the next try must not find it taken.
       if (opened?.open) opened.close();
@@ -184,7 +188,7 @@ export class SqliteStore implements Store {
     })();
   }
   async replay(filter: ReplayFilter, nowMs: number): Promise<number> {
-    return this.db.transaction(() => replay(this.db, this.leases, filter, nowMs).length)();
+    return this.db.transaction(() => replay(this.db, this.leases, this.deliveries.counts, filter, nowMs).length)();
   }
   async countReplayable(filter: ReplayFilter): Promise<number> {
     return countReplayable(this.db, filter);

@@ -7,6 +7,7 @@ import * as tokensAndAudit from './006-tokens-and-audit.js';
 import * as deadLettersByDestination from './007-dead-letters-by-destination.js';
 import * as destinationHealth from './008-destination-health.js';
 import * as archiveReplay from './009-archive-replay.js';
+import * as activityCounts from './010-activity-counts.js';
 
 /**
  * Numbered migrations, applied in order; `PRAGMA user_version` records the number of the last
@@ -22,4 +23,5 @@ export const migrations: { version: number; sql: string }[] = [
   { version: 7, sql: deadLettersByDestination.sql },
   { version: 8, sql: destinationHealth.sql },
   { version: 9, sql: archiveReplay.sql },
+  { version: 10, sql: activityCounts.sql },
 ];
