@@ -14,6 +14,7 @@ import { audienceRoutes, toView as audienceView } from './audience-routes.js';
 import { deliveryRoutes } from './delivery-routes.js';
 import { regulationRoutes } from './regulation-routes.js';
 import { replayRoutes } from './replay-routes.js';
+import { archiveReplayRoutes } from './archive-replay-routes.js';
 import { configRoutes } from './config-routes.js';
 import { adminRoutes, type AdminDeps } from './routes.js';
 import { tokenRoutes, tokenView } from './token-routes.js';
@@ -81,6 +82,7 @@ export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps)
           await adminRoutes(v1, deps);
           await deliveryRoutes(v1, deps);
           await replayRoutes(v1, { ...deps, jobs: deps.replay.jobs, settings: deps.replay.settings });
+          await archiveReplayRoutes(v1, { store: deps.store, catalog: deps.catalog, clock: deps.clock, jobs: deps.replay.jobs });
           await regulationRoutes(v1, deps);
           await secretRoutes(v1, { catalog: deps.catalog, clock: deps.clock });
           await audienceRoutes(v1, { audiences: deps.audiences.store, sync: deps.audiences.sync, catalog: deps.catalog, clock: deps.clock });

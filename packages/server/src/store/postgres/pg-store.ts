@@ -11,7 +11,15 @@ import type { DestinationBacklog } from '../backlog.js';
 import { PgBacklog } from './pg-backlog.js';
 import type { IngestOutcome, IngestWrite, RejectionCount, RejectionView } from '../event-log.js';
 import type { ExecuteRegulationArgs, Regulation, RegulationCursor } from '../regulations-store.js';
-import type { ReplayJobBatchArgs, ReplayJobCursor, ReplayJobRecord } from '../replay-jobs-store.js';
+import type {
+  ArchiveBatchArgs,
+  ArchiveBatchResult,
+  ArchiveCountArgs,
+  ArchiveFilter,
+  ReplayJobBatchArgs,
+  ReplayJobCursor,
+  ReplayJobRecord,
+} from '../replay-jobs-store.js';
 import type { Store, StoreStats } from '../store.js';
 import type { TokenStore } from '../token-store.js';
 import type { ActivityCounts } from '../activity-counts.js';
@@ -179,6 +187,18 @@ export class PgStore implements Store {
   }
   replayJobBatch(args: ReplayJobBatchArgs): Promise<ReplayJobRecord | null> {
     return this.replayJobs.replayJobBatch(args);
+  }
+  createArchiveJob(args: { id: string; filter: ArchiveFilter; total: number; nowMs: number }): Promise<ReplayJobRecord> {
+    return this.replayJobs.createArchiveJob(args);
+  }
+  archiveReplayBatch(args: ArchiveBatchArgs): Promise<ArchiveBatchResult> {
+    return this.replayJobs.archiveReplayBatch(args);
+  }
+  countArchive(args: ArchiveCountArgs): Promise<number> {
+    return this.replayJobs.countArchive(args);
+  }
+  cancelReplayJob(id: string, nowMs: number): Promise<ReplayJobRecord | null> {
+    return this.replayJobs.cancelReplayJob(id, nowMs);
   }
   failReplayJob(id: string, error: string, nowMs: number): Promise<void> {
     return this.replayJobs.failReplayJob(id, error, nowMs);
