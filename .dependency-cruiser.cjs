@@ -17,7 +17,7 @@ const layers = [
   ['delivery'],
   ['events'],
   ['ingest', 'audiences', 'regulations', 'replay', 'retention'],
-  ['admin', 'lifecycle', 'http', 'metrics'],
+  ['admin', 'lifecycle', 'http', 'metrics', 'dashboard'],
   ['app.ts'],
   ['cli', 'index.ts'],
 ];

@@ -4,6 +4,7 @@
 // says what to run and exits non-zero.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 
 export const chromiumPath = '/usr/bin/chromium';
 
@@ -27,4 +28,4 @@ export function ensureChromium() {
   return existsSync(chromiumPath);
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) process.exit(ensureChromium() ? 0 : 1);
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) process.exit(ensureChromium() ? 0 : 1);

@@ -8,6 +8,7 @@
  * is bounded in count and time.
  *
  *   npx tsx bench/server/metrics.ts [--runs 4] [--seconds 5] [--events 30000] [--pending 1000000] [--store postgres]
+ *   npx tsx bench/server/metrics.ts --scrape-only [--pending 1000000] [--store postgres]
  */
 import Database from 'better-sqlite3';
 import { cpus, loadavg } from 'node:os';
@@ -234,7 +235,23 @@ export async function runMetrics(opts: { runs: number; seconds: number; events: 
   return summary;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`)
+/** The scrape alone: its time with `pending` pending deliveries, printed, not written to the results. */
+async function runScrapeOnly(pending: number): Promise<void> {
+  await ensureStore();
+  const scrape = await scrapeTimes(pending, 7);
+  printTable(
+    `GET /metrics (${storeKind}) with ${scrape.pending.toLocaleString('en-US')} pending`,
+    ['scrape', 'ms'],
+    [
+      ['first (cold)', round(scrape.ms[0]!, 1)],
+      ['median of 6 warm', round(median(scrape.ms.slice(1)), 1)],
+      ['max of 6 warm', round(Math.max(...scrape.ms.slice(1)), 1)],
+    ],
+  );
+}
+
+if (import.meta.url === `file://${process.argv[1]}` && process.argv.includes('--scrape-only')) await main(() => runScrapeOnly(numFlag('pending', 1_000_000)));
+else if (import.meta.url === `file://${process.argv[1]}`)
   await main(() =>
     runMetrics({ runs: numFlag('runs', 4), seconds: numFlag('seconds', 5), events: numFlag('events', 30_000), pending: numFlag('pending', 1_000_000) }),
   );

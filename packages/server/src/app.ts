@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import pino, { type LevelWithSilent, type Logger } from 'pino';
@@ -14,6 +15,7 @@ import { createHttpSender } from './destinations/http/http-sender.js';
 import { createDestinationRegistry } from './destinations/registry.js';
 import type { WebhookSender } from './destinations/http/sender.js';
 import { AutoDisable } from './delivery/auto-disable.js';
+import { allTallies } from './delivery/delivery-tally.js';
 import type { SendGuard } from './delivery/guards.js';
 import { RateLimitGuard } from './delivery/rate-limit.js';
 import { DeliveryWorker } from './delivery/worker.js';
@@ -262,6 +264,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
           clock,
           storeSize: { retention: store.retention, pruner },
         });
+  const activity = new ActivitySeries({ events, counts: store.activity, clock, node: options.nodeId ?? `process-${randomUUID()}`, logger });
   const worker = new DeliveryWorker({
     store,
     catalog,
@@ -271,11 +274,10 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     logger,
     random: options.random,
     guards,
-    tally: metrics?.deliveries,
+    tally: allTallies(metrics?.deliveries, activity),
     owner: options.nodeId,
   });
   forwardWorkerEvents(worker, events);
-  const activity = new ActivitySeries({ events, counts: store.activity, clock, node: worker.owner, logger });
   const autoDisable = new AutoDisable({ worker, store, catalog, clock, logger, onDisabled: (notice) => events.emit('destination:auto-disabled', notice) });
   autoDisable.start();
   const wake = () => worker.wake();

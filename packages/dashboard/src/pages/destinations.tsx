@@ -15,7 +15,7 @@ export function DestinationsPage(props: PageProps) {
   const [first, second] = props.params;
   if (first === 'new' && props.canWrite) return <DestinationForm />;
   if (first !== undefined && second === 'edit' && props.canWrite) return <DestinationForm id={first} />;
-  if (first !== undefined) return <DestinationOne id={first} canWrite={props.canWrite} />;
+  if (first !== undefined && first !== 'new' && second === undefined) return <DestinationOne id={first} canWrite={props.canWrite} />;
   return <DestinationList canWrite={props.canWrite} />;
 }
 
@@ -236,15 +236,17 @@ function DestinationCard(props: { destination: Destination; canWrite: boolean; o
           </div>
         </div>
       )}
-      <ConfirmDialog
-        open={confirmDelete}
-        title={`Delete ${d.name}?`}
-        confirmLabel="Delete destination"
-        onConfirm={() => void remove()}
-        onCancel={() => setConfirmDelete(false)}
-      >
-        <p>Its pending deliveries become dead letters (destination_deleted) and nothing more is sent to it. This cannot be undone.</p>
-      </ConfirmDialog>
+      {props.canWrite && (
+        <ConfirmDialog
+          open={confirmDelete}
+          title={`Delete ${d.name}?`}
+          confirmLabel="Delete destination"
+          onConfirm={() => void remove()}
+          onCancel={() => setConfirmDelete(false)}
+        >
+          <p>Its pending deliveries become dead letters (destination_deleted) and nothing more is sent to it. This cannot be undone.</p>
+        </ConfirmDialog>
+      )}
     </article>
   );
 }
@@ -263,7 +265,7 @@ function TestResult(props: { outcome: TestOutcome }) {
         <strong>{props.outcome.ok ? 'Test event delivered.' : 'Test event failed.'}</strong>
       </p>
       <div class="table-wrap" role="region" aria-label="Test attempts" tabIndex={0}>
-        <table>
+        <table class="stack">
           <thead>
             <tr>
               <th scope="col">URL</th>
@@ -280,13 +282,17 @@ function TestResult(props: { outcome: TestOutcome }) {
           <tbody>
             {props.outcome.attempts.map((a, i) => (
               <tr key={i}>
-                <td>
+                <td data-label="URL">
                   <code class="url">{a.url}</code>
                 </td>
-                <td class="num">{a.statusCode ?? '–'}</td>
-                <td>{a.errorClass ?? '–'}</td>
-                <td class="num">{ms(a.latencyMs)}</td>
-                <td>
+                <td data-label="Status" class="num">
+                  {a.statusCode ?? '–'}
+                </td>
+                <td data-label="Error">{a.errorClass ?? '–'}</td>
+                <td data-label="Latency" class="num">
+                  {ms(a.latencyMs)}
+                </td>
+                <td data-label="Response">
                   <code>{a.responseBodyStart ?? ''}</code>
                 </td>
               </tr>

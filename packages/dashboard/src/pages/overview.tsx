@@ -134,7 +134,7 @@ function TrafficCharts(props: { series: Series }) {
 function DestinationTable(props: { rows: DestinationRow[] }) {
   return (
     <div class="table-wrap" tabIndex={0} role="region" aria-label="Destination health">
-      <table>
+      <table class="stack">
         <thead>
           <tr>
             <th scope="col">Destination</th>
@@ -162,14 +162,24 @@ function DestinationTable(props: { rows: DestinationRow[] }) {
               <th scope="row">
                 <a href={href('destinations', r.id)}>{r.name}</a>
               </th>
-              <td>{r.concerns.length > 0 ? <span class="badge badge-bad">{r.concerns[0]}</span> : <span class="badge badge-ok">healthy</span>}</td>
-              <td class="num">{count(r.stats?.pending)}</td>
-              <td class="num">{age(r.stats?.oldestPendingAgeSeconds)}</td>
-              <td class="num">{percent(r.stats?.windows['1h'].successRate)}</td>
-              <td class="num">
+              <td data-label="State">
+                {r.concerns.length > 0 ? <span class="badge badge-bad">{r.concerns[0]}</span> : <span class="badge badge-ok">healthy</span>}
+              </td>
+              <td data-label="Pending" class="num">
+                {count(r.stats?.pending)}
+              </td>
+              <td data-label="Oldest pending" class="num">
+                {age(r.stats?.oldestPendingAgeSeconds)}
+              </td>
+              <td data-label="Success (1 h)" class="num">
+                {percent(r.stats?.windows['1h'].successRate)}
+              </td>
+              <td data-label="p50 / p99" class="num">
                 {ms(r.stats?.windows['1h'].p50Ms)} / {ms(r.stats?.windows['1h'].p99Ms)}
               </td>
-              <td class="num">{count(r.stats?.dead)}</td>
+              <td data-label="Dead letters" class="num">
+                {count(r.stats?.dead)}
+              </td>
             </tr>
           ))}
         </tbody>

@@ -180,7 +180,7 @@ function LiveStream(props: { sourceId: string }) {
         <p class="muted">{events.length === 0 ? 'Waiting for events… send one with this source’s write key.' : 'No event matches the filters.'}</p>
       ) : (
         <div class="table-wrap" role="region" aria-label="Live events" tabIndex={0}>
-          <table>
+          <table class="stack">
             <thead>
               <tr>
                 <th scope="col">Received</th>
@@ -193,7 +193,7 @@ function LiveStream(props: { sourceId: string }) {
             <tbody>
               {shown.map((e) => (
                 <tr key={e.seq} class={open === e.seq ? 'row-selected' : undefined}>
-                  <td>
+                  <td data-label="Received">
                     <button
                       type="button"
                       class="link-button"
@@ -204,10 +204,10 @@ function LiveStream(props: { sourceId: string }) {
                       {time(e.receivedAt)}
                     </button>
                   </td>
-                  <td>{e.message.type}</td>
-                  <td>{String(e.message.event ?? e.message.name ?? '')}</td>
-                  <td>{String(e.message.userId ?? e.message.anonymousId ?? '')}</td>
-                  <td>{e.routedTo.length === 0 ? <span class="muted">none</span> : e.routedTo.join(', ')}</td>
+                  <td data-label="Type">{e.message.type}</td>
+                  <td data-label="Event">{String(e.message.event ?? e.message.name ?? '')}</td>
+                  <td data-label="User">{String(e.message.userId ?? e.message.anonymousId ?? '')}</td>
+                  <td data-label="Routed to">{e.routedTo.length === 0 ? <span class="muted">none</span> : e.routedTo.join(', ')}</td>
                 </tr>
               ))}
             </tbody>
@@ -248,8 +248,8 @@ function Rejections(props: { sourceId: string }) {
       {!rejections.data && rejections.error === undefined && <Loading />}
       {rejections.data && rejections.data.recent.length === 0 && <p class="muted">No message of this source was refused.</p>}
       {rejections.data && rejections.data.recent.length > 0 && (
-        <div class="table-wrap" role="region" aria-label="Recent rejections" tabIndex={0}>
-          <table>
+        <div class="table-wrap" role="region" aria-label="Rejected messages" tabIndex={0}>
+          <table class="stack">
             <thead>
               <tr>
                 <th scope="col">Received</th>
@@ -263,12 +263,14 @@ function Rejections(props: { sourceId: string }) {
             <tbody>
               {rejections.data.recent.map((r, i) => (
                 <tr key={i}>
-                  <td>{time(r.receivedAt)}</td>
-                  <td>
+                  <td data-label="Received">{time(r.receivedAt)}</td>
+                  <td data-label="Code">
                     <code>{r.code}</code>
                   </td>
-                  <td>{r.message}</td>
-                  <td class="num">{r.index}</td>
+                  <td data-label="Why">{r.message}</td>
+                  <td data-label="Position" class="num">
+                    {r.index}
+                  </td>
                 </tr>
               ))}
             </tbody>

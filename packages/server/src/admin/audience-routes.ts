@@ -71,7 +71,9 @@ const collections: { path: string; kind: AudienceKind; noun: string }[] = [
 /**
  * Admin routes of audiences (`/audiences`) and computed traits (`/computed-traits`): create
  * (which runs the first sync at once, so every current member is sent), list, show, change
- * (a merge patch, the members kept), list the members, delete, and sync now. Register inside the admin scope so its Bearer-token hook applies.
+ * (a merge patch, the members kept), list the members, delete, and sync now; and preview a
+ * definition (`POST .../preview`: how many users it would hold now, nothing stored). Register
+ * inside the admin scope so its Bearer-token hook applies.
  */
 export async function audienceRoutes(app: FastifyInstance, deps: AudienceRouteDeps): Promise<void> {
   const { audiences, sync, catalog, clock } = deps;
@@ -87,20 +89,29 @@ export async function audienceRoutes(app: FastifyInstance, deps: AudienceRouteDe
 
     app.get<{ Params: { id: string } }>(`${path}/:id`, async (request) => toView(await find(request.params.id)));
 
-    app.post(path, async (request, reply) => {
-      const body = request.body;
+    const validBody = (body: unknown) => {
       if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new FerryError('bad_request', 'the body must be a JSON object');
-      const definition = validateAudience(body, kind, {
+      return validateAudience(body, kind, {
         destinations: catalog.destinations(),
         sourceIds: catalog.sources().map((s) => s.id),
         types: catalog.types,
       });
+    };
+
+    app.post(path, async (request, reply) => {
+      const definition = validBody(request.body);
       if (!(await audiences.create(definition, clock.now())))
         throw new FerryError('conflict', `id: an audience or computed trait with id ${JSON.stringify(definition.id)} already exists`, 'id');
       // The first sync sends every current member (the spec's "when an audience is first created").
       const first = await sync.sync(definition.id);
       const created = await find(definition.id);
       return reply.code(201).send({ ...toView(created), sync: first ? toSyncView(first) : null });
+    });
+
+    // What a create would find now, changing nothing: a read token may ask, and it is not audited.
+    app.post(`${path}/preview`, { config: { scope: 'read', audit: { skip: true } } }, async (request) => {
+      const count = await audiences.countQualifying(validBody(request.body), clock.now());
+      return kind === 'audience' ? { members: count } : { profiles: count };
     });
 
     // A JSON merge patch of the definition; the members and sync state stay (see docs/audiences.md).

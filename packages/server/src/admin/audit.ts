@@ -15,6 +15,8 @@ export interface AuditRouteConfig {
   kind?: string;
   /** Not written at all: a POST that changes nothing (a plan, a dry run on a route of its own). */
   skip?: boolean;
+  /** Written though it changes nothing: a GET that reveals a secret (`GET /sources/{id}/write-key`). */
+  always?: boolean;
 }
 
 declare module 'fastify' {
@@ -64,7 +66,8 @@ const pending = new WeakMap<FastifyRequest, Pending>();
 
 /**
  * Writes every change made through the admin API to the audit log: each POST, PUT, PATCH and
- * DELETE that reached a route with a valid token, whatever its outcome (a refusal of a `read`
+ * DELETE (and each request of a route whose `config.audit.always` is set) that reached a
+ * route with a valid token, whatever its outcome (a refusal of a `read`
  * token, a 400 and a failure included; an unknown path or a request without a valid token is
  * not). Register it in the admin scope, before its routes: it covers every route there,
  * those added later too, without their help.
@@ -108,7 +111,8 @@ export function auditChanges(scope: FastifyInstance, deps: AuditDeps): void {
 }
 
 function isAudited(request: FastifyRequest): boolean {
-  return changeMethods.has(request.method) && !request.is404 && request.routeOptions.config.audit?.skip !== true && request.auditSkip !== true;
+  const config = request.routeOptions.config.audit;
+  return (changeMethods.has(request.method) || config?.always === true) && !request.is404 && config?.skip !== true && request.auditSkip !== true;
 }
 
 async function entryFor(request: FastifyRequest, reply: FastifyReply, payload: unknown, deps: AuditDeps) {

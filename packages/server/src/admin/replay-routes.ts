@@ -26,17 +26,37 @@ export const errorClasses: readonly ErrorClass[] = ['dns', 'connect', 'tls', 'ti
 
 const bodyKeys = ['ids', 'destinationId', 'since', 'until', 'errorClass', 'dryRun'];
 
-/** A replay job as the admin API shows it: its filter as it was asked, times in ISO 8601. */
+/** A replay job as the admin API shows it: its kind, its filter as it was asked, its cursor, times in ISO 8601. */
 export function toReplayJobView(job: ReplayJobRecord) {
-  const f = job.filter;
-  return {
+  const common = {
     id: job.id,
+    kind: job.kind,
     status: job.status,
     total: job.total,
     replayed: job.replayed,
     createdAt: iso(job.createdAtMs)!,
     finishedAt: iso(job.finishedAtMs),
     error: job.error,
+  };
+  if (job.kind === 'archive') {
+    const f = job.filter;
+    return {
+      ...common,
+      skipped: job.skipped,
+      cursor: job.cursor.receivedAtMs === null ? null : { receivedAt: iso(job.cursor.receivedAtMs)!, eventId: job.cursor.id },
+      filter: {
+        destinationId: f.destinationId,
+        sourceIds: f.sourceIds,
+        since: iso(f.sinceMs)!,
+        until: iso(f.untilMs)!,
+        ...(f.ratePerSecond === undefined ? {} : { ratePerSecond: f.ratePerSecond }),
+      },
+    };
+  }
+  const f = job.filter;
+  return {
+    ...common,
+    cursor: { afterId: job.cursor.id },
     filter: {
       ...(f.ids === undefined ? {} : { ids: f.ids }),
       ...(f.destinationId === undefined ? {} : { destinationId: f.destinationId }),
@@ -100,6 +120,14 @@ export async function replayRoutes(app: FastifyInstance, deps: ReplayRouteDeps):
 
   app.get<{ Params: { id: string } }>('/replay-jobs/:id', async (request) => {
     const job = await store.getReplayJob(request.params.id);
+    if (!job) throw new FerryError('not_found', `no replay job ${request.params.id}`);
+    return toReplayJobView(job);
+  });
+
+  // Idempotent: a job already over is answered as it is, its status saying how it ended.
+  app.post<{ Params: { id: string } }>('/replay-jobs/:id/cancel', async (request) => {
+    refuseUnknownKeys(objectBody(request.body ?? {}), [], 'key');
+    const job = await jobs.cancel(request.params.id);
     if (!job) throw new FerryError('not_found', `no replay job ${request.params.id}`);
     return toReplayJobView(job);
   });

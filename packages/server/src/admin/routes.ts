@@ -11,6 +11,8 @@ import type { Clock } from '../util/clock.js';
 import { knownIds } from './delivery-routes.js';
 import { mergePatch } from './merge-patch.js';
 import { pageLimit } from './query-params.js';
+import { backfillDays, backfillFilter, refuseDisabled, startArchiveReplay } from './archive-replay-routes.js';
+import { toReplayJobView } from './replay-routes.js';
 
 /** What the admin API needs. */
 export interface AdminDeps {
@@ -76,10 +78,22 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     if (!destination) throw new FerryError('not_found', `no destination ${request.params.id}`);
     return redactDestination(destination);
   });
+  // `backfill` is a request, not part of the destination: it starts an archive replay of the
+  // last N days once the destination exists, and is not stored with it.
   app.post('/destinations', async (request, reply) => {
-    const destination = validateDestination(request.body, sourceIds(), otherDestinations(), catalog.types);
+    let config = request.body;
+    let days: number | undefined;
+    if (isObject(config) && 'backfill' in config) {
+      const { backfill, ...rest } = config;
+      days = backfillDays(backfill);
+      config = rest;
+    }
+    const destination = validateDestination(config, sourceIds(), otherDestinations(), catalog.types);
+    if (days !== undefined) refuseDisabled(catalog, destination);
     await catalog.putDestination(destination);
-    return reply.code(201).send(redactDestination(destination));
+    if (days === undefined) return reply.code(201).send(redactDestination(destination));
+    const job = await startArchiveReplay({ store, jobs: deps.replay.jobs }, backfillFilter(destination, days, deps.clock.now()));
+    return reply.code(201).send({ ...redactDestination(destination), backfillJob: toReplayJobView(job) });
   });
   app.put<{ Params: { id: string } }>('/destinations/:id', async (request) => {
     const body = { ...(request.body as object), id: request.params.id };
@@ -129,4 +143,8 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
       destinations: live.destinations.map((d) => ({ id: d.id, name: d.name, type: d.type, enabled: d.enabled })),
     };
   });
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }

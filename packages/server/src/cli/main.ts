@@ -13,7 +13,13 @@ import type { DevOptions } from './dev.js';
 import type { ListenOptions } from './listen.js';
 import { registerConfigCommands } from './commands/config.js';
 
-const program = new Command().name('ferry').description('Ferry: Segment-compatible ingestion, durable store, signed webhook delivery.').version(ferryVersion);
+const program = new Command()
+  .name('ferry')
+  .description('Ferry: Segment-compatible ingestion, durable store, signed webhook delivery.')
+  .version(ferryVersion)
+  // Each command reads the flags after its name itself: `ferry replay archive --destination d`
+  // gives --destination to `archive`, not to `replay`, which has a --destination of its own.
+  .enablePositionalOptions();
 
 program
   .command('serve')

@@ -9,8 +9,19 @@ const nodeIdPattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 export const nodeIdFile = 'node-id';
 
 /** Why a node id is refused, or undefined. */
-export function nodeIdProblem(id: string): string | undefined {
+function nodeIdProblem(id: string): string | undefined {
   return nodeIdPattern.test(id) ? undefined : 'must be 1 to 64 letters, digits, ".", "_" or "-", starting with a letter or digit';
+}
+
+/**
+ * `FERRY_NODE_ID` as given, if it is a valid node id; throws saying what is wrong otherwise.
+ * The settings check it as they read the environment, and {@link resolveNodeId} again when
+ * given it, so neither can let a bad id through.
+ */
+export function checkedNodeIdFromEnv(text: string): string {
+  const problem = nodeIdProblem(text);
+  if (problem) throw new Error(`FERRY_NODE_ID ${problem} (got ${JSON.stringify(text)})`);
+  return text;
 }
 
 /**
@@ -19,11 +30,7 @@ export function nodeIdProblem(id: string): string | undefined {
  * back at once the delivery leases it held when it died (see docs/operations.md).
  */
 export function resolveNodeId(fromEnv: string | undefined, dataDir: string): string {
-  if (fromEnv !== undefined) {
-    const problem = nodeIdProblem(fromEnv);
-    if (problem) throw new Error(`FERRY_NODE_ID ${problem} (got ${JSON.stringify(fromEnv)})`);
-    return fromEnv;
-  }
+  if (fromEnv !== undefined) return checkedNodeIdFromEnv(fromEnv);
   const path = join(dataDir, nodeIdFile);
   let kept: string | undefined;
   try {

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import type { LevelWithSilent } from 'pino';
 import { defaultProcessSettings, type HttpServerSettings } from '../config/defaults.js';
-import { nodeIdProblem } from './node-id.js';
+import { checkedNodeIdFromEnv } from './node-id.js';
 
 /** The flags of `ferry serve` (and `ferry dev`) that have an environment variable too. */
 export interface ServeFlags {
@@ -136,9 +136,7 @@ function integerFrom(env: NodeJS.ProcessEnv, name: string, min: number): number 
 function nodeIdFrom(env: NodeJS.ProcessEnv): string | undefined {
   const text = env['FERRY_NODE_ID'];
   if (text === undefined || text === '') return undefined;
-  const problem = nodeIdProblem(text);
-  if (problem) throw new Error(`FERRY_NODE_ID ${problem} (got ${JSON.stringify(text)})`);
-  return text;
+  return checkedNodeIdFromEnv(text);
 }
 
 function logLevelFrom(env: NodeJS.ProcessEnv): LevelWithSilent {

@@ -20,18 +20,19 @@ export const retentionPatchSchema = strict({
   auditLog: days(),
 });
 
+/** The kinds a parsed patch names: those left out are absent, not `undefined`, so they can be spread over others. */
+function namedKinds(r: Partial<Record<keyof RetentionSettings, number | undefined>>): Partial<RetentionSettings> {
+  const named: Partial<RetentionSettings> = {};
+  for (const [kind, value] of Object.entries(r)) if (value !== undefined) named[kind as keyof RetentionSettings] = value;
+  return named;
+}
+
 /** The file's `retention:` section: the kinds it names over the defaults, as the whole retention desired. */
-export const retentionSettingsSchema = retentionPatchSchema.transform((r): RetentionSettings => {
-  const out = { ...defaultRetention };
-  for (const [kind, value] of Object.entries(r)) if (value !== undefined) out[kind as keyof RetentionSettings] = value;
-  return out;
-});
+export const retentionSettingsSchema = retentionPatchSchema.transform((r): RetentionSettings => ({ ...defaultRetention, ...namedKinds(r) }));
 
 /** Validates a patch of the retention: the kinds it changes, or the broken rules. */
 export function validateRetentionPatch(input: unknown): { ok: true; patch: Partial<RetentionSettings> } | { ok: false; issues: ConfigIssue[] } {
   const result = retentionPatchSchema.safeParse(input);
   if (!result.success) return { ok: false, issues: toConfigIssues(result.error) };
-  const patch: Partial<RetentionSettings> = {};
-  for (const [kind, value] of Object.entries(result.data)) if (value !== undefined) patch[kind as keyof RetentionSettings] = value;
-  return { ok: true, patch };
+  return { ok: true, patch: namedKinds(result.data) };
 }

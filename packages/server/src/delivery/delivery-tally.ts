@@ -12,3 +12,17 @@ export interface DeliveryTally {
   /** One attempt's outcome, once it is recorded in the store. */
   recorded(destinationId: string, outcome: AttemptOutcome['status'], nowMs: number): void;
 }
+
+/** One tally that tells each of `tallies` (those defined) in turn; undefined when none is. */
+export function allTallies(...tallies: (DeliveryTally | undefined)[]): DeliveryTally | undefined {
+  const present = tallies.filter((t): t is DeliveryTally => t !== undefined);
+  if (present.length <= 1) return present[0];
+  return {
+    exchanged: (destinationId, latencyMs, nowMs) => {
+      for (const t of present) t.exchanged(destinationId, latencyMs, nowMs);
+    },
+    recorded: (destinationId, outcome, nowMs) => {
+      for (const t of present) t.recorded(destinationId, outcome, nowMs);
+    },
+  };
+}

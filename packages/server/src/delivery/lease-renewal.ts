@@ -23,7 +23,10 @@ export interface LeaseRenewalOptions {
   logger: Logger;
   /** Leases a renewal found lost: another worker may have these jobs now. */
   onLost(ids: number[]): void;
-  /** A renewal failed (logged already); the leases are tried again at the next interval. */
+  /**
+   * A renewal failed, or did not finish within `intervalMs` (logged already); the leases are
+   * tried again at the next interval, or at once after a round given up on.
+   */
   onError(error: unknown): void;
 }
 
@@ -67,7 +70,10 @@ export class LeaseRenewal {
     this.schedule();
   }
 
-  /** Stops renewing and forgets every lease (the worker hands them all back); a round in progress finishes first. */
+  /**
+   * Stops renewing and forgets every lease (the worker hands them all back); a round in
+   * progress finishes first, or is given up on after `intervalMs`.
+   */
   async stop(): Promise<void> {
     this.running = false;
     this.o.timers.clearTimeout(this.timer);
@@ -76,15 +82,40 @@ export class LeaseRenewal {
     this.held.clear();
   }
 
-  private schedule(): void {
+  private schedule(delayMs = this.o.intervalMs): void {
     if (!this.running) return;
     this.timer = this.o.timers.setTimeout(() => {
       this.timer = undefined;
-      this.current = this.renew().finally(() => {
+      this.current = this.boundedRound().then((gaveUp) => {
         this.current = undefined;
-        this.schedule();
+        // A round given up on has taken a whole interval already: the next one goes at once,
+        // so that the leases are still renewed before they run out.
+        this.schedule(gaveUp ? 0 : this.o.intervalMs);
       });
-    }, this.o.intervalMs);
+    }, delayMs);
+  }
+
+  /**
+   * One round, waited for at most `intervalMs`: a round stuck on the store (a connection that
+   * never answers) must not stop the rounds after it, nor hold up a stop. It is given up on,
+   * not cancelled: if it ends later, what it found still counts (see {@link renew}). Resolves
+   * with whether it was given up on.
+   */
+  private boundedRound(): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      const timeout = this.o.timers.setTimeout(() => {
+        this.o.logger.warn(
+          { leases: this.held.size, waitedMs: this.o.intervalMs },
+          'a delivery lease renewal did not finish within its interval; the next one starts now',
+        );
+        this.o.onError(new Error(`a delivery lease renewal did not finish within ${this.o.intervalMs} ms`));
+        resolve(true);
+      }, this.o.intervalMs);
+      void this.renew().then(() => {
+        this.o.timers.clearTimeout(timeout);
+        resolve(false);
+      });
+    });
   }
 
   /**
@@ -114,7 +145,8 @@ export class LeaseRenewal {
       // Forgotten meanwhile (recorded, handed back): neither renewed here nor lost.
       if (this.held.get(lease.id) !== lease) continue;
       if (renewed.has(lease.id)) {
-        lease.leasedUntilMs = untilMs;
+        // A round given up on that ends after a later one must not move the lease's end back.
+        lease.leasedUntilMs = Math.max(lease.leasedUntilMs, untilMs);
         continue;
       }
       this.held.delete(lease.id);

@@ -5,7 +5,7 @@ import type { DeliverySettings, DestinationConfig } from '../config/model.js';
 import type { AttemptContext } from '../destinations/destination-type.js';
 import type { WebhookSender } from '../destinations/http/sender.js';
 import type { Catalog } from '../routing/catalog.js';
-import type { AttemptOutcome, AttemptRecord } from '../model/attempt.js';
+import type { AttemptOutcome, AttemptRecord, ExchangeResult } from '../model/attempt.js';
 import type { ClaimedDelivery, Store } from '../store/store.js';
 import { timersOf, type Clock } from '../util/clock.js';
 import { redactUrl } from '../util/redact.js';
@@ -205,7 +205,6 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       this.o.logger.error({ err: error, deliveryId: job.id }, 'delivery attempt could not be recorded');
       this.emit('worker:error', { error });
     } finally {
-      this.leases.forget(job.id);
       release();
       this.slots.recorded();
       this.scheduler.recorded();
@@ -227,8 +226,16 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   private async attempt(job: ClaimedDelivery, destination: DestinationConfig, release: () => void): Promise<void> {
     const { clock, settings, logger } = this.o;
     const firstAttemptAtMs = job.firstAttemptAtMs ?? clock.now();
-    // The catalog routes and delivers only destinations of a type it knows.
-    const results = await this.o.catalog.types.get(destination.type)!.attempt(job, destination, this.contextFor(destination));
+    let results: ExchangeResult[];
+    try {
+      // The catalog routes and delivers only destinations of a type it knows.
+      results = await this.o.catalog.types.get(destination.type)!.attempt(job, destination, this.contextFor(destination));
+    } finally {
+      // Whatever came of it, renewals of this lease end here: the record below checks the lease
+      // itself, and a renewal racing it must not call it lost; an attempt that threw records
+      // nothing, and its job comes back when the lease runs out.
+      this.leases.forget(job.id);
+    }
     release();
     const nowMs = clock.now();
     const outcome: AttemptOutcome = decideOutcome({
@@ -258,8 +265,6 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
       responseBody: r.responseBody ?? null,
       trigger: job.trigger,
     }));
-    // Recorded now: the record checks the lease itself, and a renewal racing it must not call it lost.
-    this.leases.forget(job.id);
     const kept = await this.o.store.complete({
       id: job.id,
       owner: this.owner,

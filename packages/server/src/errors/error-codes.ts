@@ -45,7 +45,14 @@ export const errorCodes = {
   unknown_parameter: { status: 400, text: 'A query parameter or body key the route does not define; the message names each one.' },
   invalid_settings: { status: 400, text: 'The submitted configuration breaks a rule; the message names it.' },
   conflict: { status: 409, text: 'A resource with that id already exists, or its state does not allow the change.' },
-  too_many_tail_clients: { status: 429, text: 'As many `GET /admin/v1/tail` streams are open as the server allows; close one and retry.' },
+  destination_disabled: {
+    status: 409,
+    text: 'An archive replay (or a backfill) was asked for a disabled destination, which would send nothing; enable it first.',
+  },
+  too_many_tail_clients: {
+    status: 429,
+    text: 'As many event streams (`GET /admin/v1/tail`, `GET /admin/v1/sources/{id}/live`) are open as the server allows; close one and retry.',
+  },
 } as const satisfies Record<string, { status: number; text: string }>;
 
 /** A stable error code from {@link errorCodes}. */

@@ -1,4 +1,6 @@
 import type { Logger } from 'pino';
+import type { DeliveryTally } from '../delivery/delivery-tally.js';
+import type { AttemptOutcome } from '../model/attempt.js';
 import type { EventBus } from '../events/event-bus.js';
 import { activityKinds, type ActivityCount, type ActivityCounts, type ActivityKind } from '../store/activity-counts.js';
 import { timersOf, type Clock } from '../util/clock.js';
@@ -28,7 +30,7 @@ export interface ActivitySeriesDeps {
   events: EventBus;
   counts: ActivityCounts;
   clock: Clock;
-  /** This node's id, the key of its rows (the worker's lease owner: `FERRY_NODE_ID`, or a random one per process). */
+  /** This node's id, the key of its rows: `FERRY_NODE_ID`, or a random one per process. */
   node: string;
   logger: Logger;
   /** Default {@link activityFlushIntervalMs}. */
@@ -37,7 +39,9 @@ export interface ActivitySeriesDeps {
 
 /**
  * The per-minute series of the dashboard: messages stored, deliveries succeeded, retried and
- * dead-lettered. Each node counts per minute in memory from the bus, and adds the minutes that
+ * dead-lettered. Each node counts per minute in memory (messages from the bus's
+ * `ingest:accepted`; deliveries as a {@link DeliveryTally} of the worker, like the metrics, so
+ * that the worker still builds no `delivery:succeeded` event while nobody listens), and adds the minutes that
  * closed to the store's `activity_counts` once a minute and at stop, deleting rows older than
  * {@link activityKeptMs}; an answer sums the store's rows of its window and this node's
  * counts not yet written. No event or delivery is read: an answer costs the same with a
@@ -46,7 +50,7 @@ export interface ActivitySeriesDeps {
  * stay in memory for the next flush; those of a node that crashed are lost (at most its
  * last minute or two).
  */
-export class ActivitySeries {
+export class ActivitySeries implements DeliveryTally {
   /** This node's counts not yet in the store, by minute start. */
   private readonly pending = new Map<number, Record<ActivityKind, number>>();
   /** Leaves the bus (see the constructor). */
@@ -58,14 +62,17 @@ export class ActivitySeries {
 
   constructor(private readonly deps: ActivitySeriesDeps) {
     const { events } = deps;
-    const accepted = (p: { count: number }) => this.add('accepted', p.count);
-    const delivered = () => this.add('delivered', 1);
-    const retried = () => this.add('retried', 1);
-    const dead = () => this.add('dead', 1);
-    events.on('ingest:accepted', accepted).on('delivery:succeeded', delivered).on('delivery:retrying', retried).on('delivery:dead', dead);
-    this.unsubscribe = () => {
-      events.off('ingest:accepted', accepted).off('delivery:succeeded', delivered).off('delivery:retrying', retried).off('delivery:dead', dead);
-    };
+    const accepted = (p: { count: number }) => this.add('accepted', p.count, deps.clock.now());
+    events.on('ingest:accepted', accepted);
+    this.unsubscribe = () => events.off('ingest:accepted', accepted);
+  }
+
+  /** Part of {@link DeliveryTally}: exchanges are not counted here. */
+  exchanged(): void {}
+
+  /** Part of {@link DeliveryTally}: one attempt's outcome, counted in the minute of `nowMs`. */
+  recorded(_destinationId: string, outcome: AttemptOutcome['status'], nowMs: number): void {
+    this.add(outcome === 'succeeded' ? 'delivered' : outcome === 'pending' ? 'retried' : 'dead', 1, nowMs);
   }
 
   /** Flushes once a minute from now on. */
@@ -129,9 +136,9 @@ export class ActivitySeries {
     });
   }
 
-  private add(kind: ActivityKind, n: number): void {
+  private add(kind: ActivityKind, n: number, nowMs: number): void {
     if (n === 0) return;
-    const minute = Math.floor(this.deps.clock.now() / minuteMs) * minuteMs;
+    const minute = Math.floor(nowMs / minuteMs) * minuteMs;
     let counts = this.pending.get(minute);
     if (!counts) this.pending.set(minute, (counts = { accepted: 0, delivered: 0, retried: 0, dead: 0 }));
     counts[kind] += n;

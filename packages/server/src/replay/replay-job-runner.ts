@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Catalog } from '../routing/catalog.js';
-import type { ReplayFilter, ReplayJobRecord, Store } from '../store/store.js';
+import type { ArchiveFilter, ReplayFilter, ReplayJobKind, ReplayJobRecord, Store } from '../store/store.js';
 import { timersOf, type Clock, type TimerHandle } from '../util/clock.js';
+import { runArchiveJob } from './archive-replay.js';
 
 /** When a bulk replay runs at once and when as a job, and the size of a job's batches. */
 export interface ReplaySettings {
@@ -13,10 +14,26 @@ export interface ReplaySettings {
   batchSize: number;
   /** On a shared store, how often a node takes up running jobs it does not run (see `sweepEvery`). */
   sweepMs: number;
+  /**
+   * Archive replays: events looked at per batch, and the pending deliveries of the destination
+   * at which a batch waits for live traffic to drain (see docs/delivery.md, "Replay from the archive").
+   */
+  archiveBatchSize: number;
+  /** How long an archive job held back (backlog, disabled destination) waits before it looks again. */
+  archivePollMs: number;
 }
 
-/** The defaults: 5,000 dead letters replayed in one statement take well under a second on either store. */
-export const defaultReplaySettings: ReplaySettings = Object.freeze({ inlineLimit: 5000, batchSize: 1000, sweepMs: 30_000 });
+/**
+ * The defaults: 5,000 dead letters replayed in one statement take well under a second on either
+ * store. An archive batch of 500 keeps what a live delivery may wait behind to about two batches.
+ */
+export const defaultReplaySettings: ReplaySettings = Object.freeze({
+  inlineLimit: 5000,
+  batchSize: 1000,
+  sweepMs: 30_000,
+  archiveBatchSize: 500,
+  archivePollMs: 1000,
+});
 
 /**
  * Carries out replay jobs: bulk replays too large for one transaction, replayed in batches of
@@ -24,7 +41,8 @@ export const defaultReplaySettings: ReplaySettings = Object.freeze({ inlineLimit
  * (`Store.replayJobBatch`), with a turn of the event loop between two, so ingestion and
  * delivery go on meanwhile. Jobs are stored first, so one interrupted by a stop or a crash is
  * carried on at the next start, by whichever node starts (the job row's lock makes nodes take
- * turns). Jobs run one at a time, in the order submitted.
+ * turns). Dead-letter jobs run one at a time, in the order submitted; each archive job runs on
+ * its own (see `runArchiveJob`), since it may wait long for its destination's backlog to drain.
  */
 export class ReplayJobRunner {
   private queue: Promise<void> = Promise.resolve();
@@ -32,6 +50,10 @@ export class ReplayJobRunner {
   /** Jobs this node has queued or is running, so a sweep does not queue one twice. */
   private readonly scheduled = new Set<string>();
   private sweepTimer: TimerHandle | undefined;
+  /** Archive jobs running on this node, each its own task. */
+  private readonly archiveTasks = new Set<Promise<void>>();
+  /** Ends the wait of an archive job that waits (for its backlog, its rate), by job id. */
+  private readonly wakers = new Map<string, () => void>();
 
   constructor(
     private readonly deps: {
@@ -58,14 +80,37 @@ export class ReplayJobRunner {
     // The destinations that exist are asked again at each batch: one deleted meanwhile is left out.
     const stored: ReplayFilter = { ...filter, untilMs };
     delete stored.destinationIdsIn;
-    const job = await this.deps.store.createReplayJob({ id: `rpl_${randomUUID().replaceAll('-', '')}`, filter: stored, total, nowMs });
-    this.schedule(job.id);
+    const job = await this.deps.store.createReplayJob({ id: newJobId(), filter: stored, total, nowMs });
+    this.schedule(job.id, job.kind);
+    return job;
+  }
+
+  /**
+   * Stores an archive replay job sending the stored events of `filter` to its destination, and
+   * starts it.
+   *
+   * @param total How many events matched (the answer of `countArchive`).
+   */
+  async submitArchive(filter: ArchiveFilter, total: number): Promise<ReplayJobRecord> {
+    const job = await this.deps.store.createArchiveJob({ id: newJobId(), filter, total, nowMs: this.deps.clock.now() });
+    this.schedule(job.id, job.kind);
+    return job;
+  }
+
+  /**
+   * Cancels a running job (either kind): no batch after the one under way, if any. What it
+   * replayed stays replayed. Resolves with the job as it stands (a job already over, as it is),
+   * or null when there is none.
+   */
+  async cancel(id: string): Promise<ReplayJobRecord | null> {
+    const job = await this.deps.store.cancelReplayJob(id, this.deps.clock.now());
+    this.wakers.get(id)?.();
     return job;
   }
 
   /** Schedules every job left running by an earlier process (or another node that stopped). */
   async resumeRunning(): Promise<void> {
-    for (const job of await this.deps.store.runningReplayJobs()) if (!this.scheduled.has(job.id)) this.schedule(job.id);
+    for (const job of await this.deps.store.runningReplayJobs()) if (!this.scheduled.has(job.id)) this.schedule(job.id, job.kind);
   }
 
   /**
@@ -88,20 +133,44 @@ export class ReplayJobRunner {
   }
 
   /** Resolves once every job scheduled so far is over (or given up by {@link stop}). */
-  idle(): Promise<void> {
-    return this.queue;
+  async idle(): Promise<void> {
+    await this.queue;
+    while (this.archiveTasks.size > 0) await Promise.all([...this.archiveTasks]);
   }
 
-  /** Schedules no more batches: the job running stops after its batch and stays running, carried on at the next start. */
-  stop(): Promise<void> {
+  /** Schedules no more batches: the jobs running stop after their batch and stay running, carried on at the next start. */
+  async stop(): Promise<void> {
     this.stopping.abort();
     timersOf(this.deps.clock).clearTimeout(this.sweepTimer);
-    return this.queue;
+    await this.idle();
   }
 
-  private schedule(id: string): void {
+  private schedule(id: string, kind: ReplayJobKind): void {
     this.scheduled.add(id);
-    this.queue = this.queue.then(() => this.run(id)).finally(() => this.scheduled.delete(id));
+    if (kind === 'dead_letters') {
+      this.queue = this.queue.then(() => this.run(id)).finally(() => this.scheduled.delete(id));
+      return;
+    }
+    const task = this.runArchive(id).finally(() => {
+      this.scheduled.delete(id);
+      this.wakers.delete(id);
+      this.archiveTasks.delete(task);
+    });
+    this.archiveTasks.add(task);
+  }
+
+  private async runArchive(id: string): Promise<void> {
+    const { store, catalog, clock, logger, settings } = this.deps;
+    try {
+      await runArchiveJob(
+        { store, catalog, clock, logger, pacing: { batchSize: settings.archiveBatchSize, pollMs: settings.archivePollMs }, onQueued: this.deps.onQueued },
+        id,
+        this.stopping.signal,
+        (wake) => this.wakers.set(id, wake),
+      );
+    } catch (err) {
+      await this.fail(id, err);
+    }
   }
 
   private async run(id: string): Promise<void> {
@@ -122,11 +191,20 @@ export class ReplayJobRunner {
         await nextTurn();
       }
     } catch (err) {
-      logger.error({ err, replayJobId: id }, 'replay job failed; what it replayed stays replayed, and the rest can be replayed by a new request');
-      const reason = err instanceof Error ? err.message : String(err);
-      await store.failReplayJob(id, reason, clock.now()).catch((markErr: unknown) => {
-        logger.warn({ err: markErr, replayJobId: id }, 'the replay job could not be marked failed; it is carried on at the next start');
-      });
+      await this.fail(id, err);
     }
   }
+
+  private async fail(id: string, err: unknown): Promise<void> {
+    const { store, clock, logger } = this.deps;
+    logger.error({ err, replayJobId: id }, 'replay job failed; what it replayed stays replayed, and the rest can be replayed by a new request');
+    const reason = err instanceof Error ? err.message : String(err);
+    await store.failReplayJob(id, reason, clock.now()).catch((markErr: unknown) => {
+      logger.warn({ err: markErr, replayJobId: id }, 'the replay job could not be marked failed; it is carried on at the next start');
+    });
+  }
+}
+
+function newJobId(): string {
+  return `rpl_${randomUUID().replaceAll('-', '')}`;
 }

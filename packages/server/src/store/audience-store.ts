@@ -24,6 +24,12 @@ export interface AudienceStore {
   update(definition: AudienceDefinition): Promise<boolean>;
   /** Current members in user id order, after `afterUserId` when given: each with the value last queued for it. */
   members(id: string, args: { afterUserId?: string; limit: number }): Promise<AudienceMember[]>;
+  /**
+   * How many users qualify now (at `nowMs`) under a definition's rule and sources, counted as
+   * a sync counts its members (the same query), without storing, queuing or changing
+   * anything: a preview. For a computed trait, the users who would hold a non-zero count.
+   */
+  countQualifying(definition: Pick<AudienceDefinition, 'rule' | 'sourceIds'>, nowMs: number): Promise<number>;
   /** Deletes the audience and its stored members; jobs already queued still go out. False when unknown. */
   delete(id: string): Promise<boolean>;
   /**

@@ -121,7 +121,8 @@ export interface DeliveryQueue {
   releaseLeases(owner: string, nowMs: number, leases?: readonly HeldLease[]): Promise<number>;
   /**
    * Extends this owner's leases on the jobs `ids` to `untilMs` (a worker still busy with them,
-   * or holding them ready), so that only a dead worker's jobs wait out a lease. Resolves with
+   * or holding them ready), so that only a dead worker's jobs wait out a lease; a lease that
+   * already ends later keeps its end (a late renewal never shortens one). Resolves with
    * the ids it still held and renewed; a job missing was lost (taken by another worker after
    * its lease ran out, or finished by another path) and must not be sent or recorded as sent.
    */

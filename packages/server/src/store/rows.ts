@@ -1,6 +1,6 @@
 import type { DeadReason } from '../model/attempt.js';
 import type { ClaimedDelivery, ReplayFilter } from './delivery-queue.js';
-import type { ReplayJobRecord } from './replay-jobs-store.js';
+import type { ArchiveFilter, ReplayJobRecord } from './replay-jobs-store.js';
 import type { AttemptView, DeliveryView } from './delivery-reads.js';
 import type { RejectionView } from './event-log.js';
 import type { LinkedIdentitiesReport, Regulation } from './regulations-store.js';
@@ -104,11 +104,14 @@ export const deliveryEventColumns = 'e.anonymous_id, e.type AS call_type, e.even
 /** A row of `replay_jobs`; the filter is JSON text. */
 export interface ReplayJobRow {
   id: string;
+  kind: ReplayJobRecord['kind'];
   filter: string;
   status: ReplayJobRecord['status'];
   total: number;
   replayed: number;
+  skipped: number;
   cursor: number;
+  cursor_at: number | null;
   created_at: number;
   finished_at: number | null;
   error: string | null;
@@ -116,16 +119,20 @@ export interface ReplayJobRow {
 
 /** A `replay_jobs` row as a record. */
 export function toReplayJob(r: ReplayJobRow): ReplayJobRecord {
-  return {
+  const common = {
     id: r.id,
     status: r.status,
-    filter: JSON.parse(r.filter) as ReplayFilter,
     total: Number(r.total),
     replayed: Number(r.replayed),
+    skipped: Number(r.skipped),
+    cursor: { receivedAtMs: r.cursor_at === null ? null : Number(r.cursor_at), id: Number(r.cursor) },
     createdAtMs: Number(r.created_at),
     finishedAtMs: r.finished_at === null ? null : Number(r.finished_at),
     error: r.error,
   };
+  return r.kind === 'archive'
+    ? { ...common, kind: 'archive', filter: JSON.parse(r.filter) as ArchiveFilter }
+    : { ...common, kind: 'dead_letters', filter: JSON.parse(r.filter) as ReplayFilter };
 }
 
 /** A kept rejection as the admin API shows it. */

@@ -72,6 +72,21 @@ for (const kind of storeKinds) {
       );
     });
 
+    test('the SSRF guard of delivery applies: a loopback URL is refused, nothing sent', async (t) => {
+      const receiver = await startReceiver({ status: 200 });
+      t.after(() => receiver.close());
+      const config = testConfig([webhooksDestination('hooks', [receiver.url])], { network: { allowPrivateNetworks: false } });
+      const { server } = await startFerryOn(kind, config, { deliver: false }, cleanups(t));
+      const res = await adminCall(server.url, adminToken, 'POST', '/destinations/hooks/test', {});
+      assert.equal(res.status, 200);
+      assert.equal(res.json.ok, false);
+      assert.deepEqual(
+        res.json.attempts.map((a: any) => [a.url, a.statusCode, a.errorClass]),
+        [[receiver.url, null, 'ssrf']],
+      );
+      assert.equal(receiver.requests.length, 0);
+    });
+
     test('ok when every URL answers 2xx; 404 for an unknown destination; 400 for a bad body; 403 for a read token', async (t) => {
       const receiver = await startReceiver({ status: 204 });
       t.after(() => receiver.close());

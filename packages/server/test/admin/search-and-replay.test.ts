@@ -346,9 +346,11 @@ for (const backend of backends) {
         { ...job, id: undefined },
         {
           id: undefined,
+          kind: 'dead_letters',
           status: 'running',
           total: 5,
           replayed: 0,
+          cursor: { afterId: 0 },
           createdAt: isoAt(T0 + 1000),
           finishedAt: null,
           error: null,

@@ -5,7 +5,8 @@ import { ManualClock } from '../../src/util/clock.js';
 import { capturedLogger } from '../helpers/captured-logger.js';
 import { cleanups } from '../helpers/cleanups.js';
 import { freshSchema, stopPostgres } from '../helpers/postgres.js';
-import { until } from '../helpers/until.js';
+import { turn, until } from '../helpers/until.js';
+import { within } from '../helpers/within.js';
 import { PgStore } from '../../src/store/postgres/pg-store.js';
 
 after(() => stopPostgres());
@@ -94,4 +95,62 @@ test('a renewal reports the leases another node took, and leaves alone those for
   );
   assert.equal(renewal.size, 0, 'lost leases are not renewed again');
   assert.equal(leases[1]!.leasedUntilMs, t0 + leaseMs, 'a lost lease keeps its old end');
+});
+
+test('a round stuck on the store is given up on after one interval: the next round starts at once and renews in time, and a stop does not wait for it', async (t) => {
+  const add = cleanups(t);
+  const [a, b] = await twoNodes(add);
+  const clock = new ManualClock(t0);
+  const held = await a.claim({ destinationId: 'd1', owner: 'node-a', nowMs: t0, leaseMs, limit: 3 });
+  const leases: TrackedLease[] = held.map((j) => ({ id: j.id, leasedUntilMs: t0 + leaseMs }));
+  // The real store, but the next call set to hang is one whose connection never answers.
+  let hangNext = true;
+  const stuck: Pick<PgStore, 'renewLeases'> = {
+    renewLeases: (owner, ids, untilMs) => {
+      if (!hangNext) return a.renewLeases(owner, ids, untilMs);
+      hangNext = false;
+      return new Promise<number[]>(() => {});
+    },
+  };
+  const { logger, lines } = capturedLogger();
+  const errors: unknown[] = [];
+  const renewal = new LeaseRenewal({
+    store: stuck,
+    owner: 'node-a',
+    clock,
+    timers: clock.timers,
+    leaseMs,
+    intervalMs,
+    logger,
+    onLost: (ids) => assert.fail(`no lease is lost, yet ${ids.join(', ')} were`),
+    onError: (e) => errors.push(e),
+  });
+  for (const l of leases) renewal.track(l);
+  renewal.start();
+
+  clock.advance(intervalMs); // the first round starts, and hangs
+  await turn();
+  assert.equal(errors.length, 0);
+  clock.advance(intervalMs); // one interval later it is given up on ...
+  await until(() => errors.length === 1, 'the stuck round to be given up on');
+  assert.ok(lines.some((l) => l.level === 40 && /did not finish within its interval/.test(l.msg as string)));
+  clock.advance(0); // ... and the next starts at once
+  const renewedAt = clock.now();
+  await until(() => leases.every((l) => l.leasedUntilMs === renewedAt + leaseMs), 'the next round to renew');
+  // Past the end of the first lease, which the stuck round failed to extend: still node-a's.
+  clock.set(t0 + leaseMs + 1);
+  assert.deepEqual(
+    await b
+      .claim({ destinationId: 'd1', owner: 'node-b', nowMs: clock.now(), leaseMs, limit: 20 })
+      .then((j) => j.filter((x) => leases.some((l) => l.id === x.id))),
+    [],
+  );
+
+  // A stop during a stuck round ends when the round is given up on.
+  hangNext = true;
+  clock.advance(intervalMs);
+  const stopped = renewal.stop();
+  clock.advance(intervalMs);
+  await within(5000, 'the stop to end', stopped);
+  assert.equal(errors.length, 2);
 });

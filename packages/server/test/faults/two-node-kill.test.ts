@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import pg from 'pg';
 import { cleanups } from '../helpers/cleanups.js';
 import { freshSchema, stopPostgres } from '../helpers/postgres.js';
 import { startReceiver, type TestReceiver } from '../helpers/receiver.js';
@@ -80,21 +81,42 @@ test('two nodes on one PostgreSQL schema: SIGKILL one during delivery, and every
     acked.push(...ids);
   }
 
-  // Mid-delivery: some arrived, most not yet.
+  // The leases node-a holds, read from the table, not through a node.
+  const db = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
+  await db.connect();
+  add(() => db.end());
+  const heldByA = async () =>
+    (
+      await db.query<{ message_id: string }>(
+        `SELECT d.message_id FROM delivery_queue q JOIN deliveries d ON d.id = q.delivery_id WHERE q.lease_owner = 'node-a'`,
+      )
+    ).rows.map((r) => r.message_id);
+
+  // Mid-delivery: some arrived, most not yet, and node-a holds jobs (sending or ready).
   await receiver.waitFor(50, 30_000);
+  const holdingBy = Date.now() + 30_000;
+  let holding: string[];
+  while ((holding = await heldByA()).length === 0) {
+    assert.ok(Date.now() < holdingBy, 'node a held no lease for 30 s of delivery');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
   a.child.kill('SIGKILL');
   const killedAt = Date.now();
   const arrivedBeforeKill = receiver.requests.length;
   assert.equal((await within(10_000, 'node a to die', a.exited)).signal, 'SIGKILL');
+  // What it held when it died, frozen now: only node-b can send those, and only after taking them over.
+  const heldAtDeath = await heldByA();
+  assert.ok(heldAtDeath.length > 0, `node a held no lease when it died (it held ${holding.length} just before)`);
 
   const missing = await missingAt(receiver, acked, killedAt + failoverMs);
   const lastArrivalMs = Date.now() - killedAt;
   assert.deepEqual(missing.slice(0, 20), [], `${missing.length} acknowledged events had not arrived ${failoverMs} ms after the kill`);
 
+  assert.deepEqual(await heldByA(), [], 'node b took over every job node a held, and recorded it');
   const arrivals = receiver.requests.map((r) => r.json.messageId as string);
   const duplicates = arrivals.length - new Set(arrivals).size;
   t.diagnostic(
-    `${acked.length} acknowledged; ${arrivedBeforeKill} arrived before the kill; all arrived by ${lastArrivalMs} ms after it; ` +
+    `${acked.length} acknowledged; ${arrivedBeforeKill} arrived before the kill; node a held ${heldAtDeath.length} leases when killed; all arrived by ${lastArrivalMs} ms after it; ` +
       `${arrivals.length} arrivals, ${duplicates} duplicates (sent by node a, not recorded before it died, sent again by node b)`,
   );
 

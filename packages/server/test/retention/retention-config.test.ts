@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { configFromObject } from '../../src/config/load.js';
+import { validateRetentionPatch } from '../../src/config/retention-schema.js';
 import { defaultRetention } from '../../src/model/retention.js';
 import { applyRetentionIfChanged } from '../../src/retention/retention-apply.js';
 import { loadRetention, saveRetention } from '../../src/retention/retention-settings.js';
@@ -44,6 +45,12 @@ test("the file's retention section: kinds over the defaults, absent when the fil
   assert.throws(() => config({ retention: { events: '30' } }), /retention\.events/);
   assert.throws(() => config({ retention: { attempts: 3 } }), /unknown key; allowed keys here: events, delivered, deadLetters, rejections, auditLog/);
   assert.throws(() => configFromObject({ retention: [] }, 'f'), /retention/);
+});
+
+test('a patch of the retention holds the kinds it names, and no key for the others', () => {
+  assert.deepEqual(validateRetentionPatch({ events: 14, auditLog: 0 }), { ok: true, patch: { events: 14, auditLog: 0 } });
+  assert.deepEqual(validateRetentionPatch({}), { ok: true, patch: {} });
+  assert.equal(validateRetentionPatch({ events: -1 }).ok, false);
 });
 
 for (const kind of storeKinds) {

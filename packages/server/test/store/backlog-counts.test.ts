@@ -6,9 +6,11 @@ import { after, describe, test } from 'node:test';
 import { LeaseTable } from '../../src/store/sqlite/lease-table.js';
 import { openConnection } from '../../src/store/sqlite/sqlite-connection.js';
 import { SqliteDeliveryRows } from '../../src/store/sqlite/sqlite-delivery-rows.js';
+import type { PgStore } from '../../src/store/postgres/pg-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { AttemptOutcome, AttemptRecord } from '../../src/model/attempt.js';
 import type { ClaimedDelivery, DestinationBacklog, NewEvent, Store } from '../../src/store/store.js';
+import { ManualClock } from '../../src/util/clock.js';
 import { openFreshPgStore, stopPostgres } from '../helpers/postgres.js';
 
 after(() => stopPostgres());
@@ -176,6 +178,40 @@ describe('backlog per destination: SQLite counts roll back with their writes', (
     } finally {
       db.close();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** Waits for a fold of the deltas that a write or read started in the background. */
+const foldsSettled = (store: PgStore) => (store as unknown as { backlogReads: { settled(): Promise<void> } }).backlogReads.settled();
+
+describe('backlog per destination: PostgreSQL deltas', () => {
+  test('BC03 each statement adds a delta per destination; writes fold them into one per destination at most every 10 s, and a read folds many', async () => {
+    const clock = new ManualClock(t0);
+    const { store, cleanup, inSchema } = await openFreshPgStore(4, { clock });
+    const deltas = () => inSchema(async (c) => (await c.query<{ n: number }>(`SELECT COUNT(*)::int AS n FROM backlog_deltas`)).rows[0]!.n);
+    try {
+      // The first write folds (nothing yet); the four after it, within 10 s, do not.
+      for (let i = 0; i < 5; i++) await store.ingest({ receivedAtMs: t0, events: [event(i, i % 2 ? ['d1'] : ['d1', 'd2'])], rejections: [] });
+      await foldsSettled(store);
+      assert.ok((await deltas()) >= 7, 'a row per destination per statement since the first fold');
+      clock.advance(10_000);
+      await store.ingest({ receivedAtMs: t0, events: [event(5, ['d2'])], rejections: [] });
+      await foldsSettled(store);
+      assert.ok((await deltas()) <= 3, 'folded: one row per destination, and the write that asked for it');
+      assert.deepEqual(view(await store.backlog()), { d1: [5, 0, 0], d2: [4, 0, 0] });
+
+      // Many deltas (more than a read lets stand): the read answers their sum and folds them.
+      await inSchema((c) =>
+        c.query(`INSERT INTO backlog_deltas (destination_id, pending) SELECT 'd1', CASE WHEN i % 2 = 0 THEN 1 ELSE -1 END FROM generate_series(1, 1200) i`),
+      );
+      assert.deepEqual(view(await store.backlog()), { d1: [5, 0, 0], d2: [4, 0, 0] });
+      await foldsSettled(store);
+      assert.equal(await deltas(), 2);
+      assert.deepEqual(view(await store.backlog()), { d1: [5, 0, 0], d2: [4, 0, 0] });
+    } finally {
+      await store.close();
+      await cleanup();
     }
   });
 });

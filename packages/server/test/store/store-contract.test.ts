@@ -318,6 +318,16 @@ for (const backend of backends) {
         assert.deepEqual(await store.renewLeases('w', ids, t0 + 9000), [ids[1]], 'the job x took is lost to w');
       }));
 
+    test('S06f a late renewal (one overtaken by a later one) never moves a lease back', () =>
+      withStore(async (store) => {
+        await store.ingest({ receivedAtMs: t0, events: [event('a')], rejections: [] });
+        const [job] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0, leaseMs: 1000, limit: 1 });
+        assert.deepEqual(await store.renewLeases('w', [job!.id], t0 + 9000), [job!.id]);
+        assert.deepEqual(await store.renewLeases('w', [job!.id], t0 + 5000), [job!.id], 'still held, so still reported renewed');
+        assert.deepEqual(await store.claim({ destinationId: 'd1', owner: 'x', nowMs: t0 + 6000, leaseMs: 1000, limit: 1 }), [], 'held to the later end');
+        assert.equal(await store.releaseLeases('w', t0 + 6000, [{ id: job!.id, leasedUntilMs: t0 + 9000 }]), 1, 'named by the later end');
+      }));
+
     test('S06d jobs handed back while others stay held are the next claimed, ahead of jobs never claimed', () =>
       withStore(async (store) => {
         await store.ingest({ receivedAtMs: t0, events: Array.from({ length: 10 }, (_, i) => event(`m${i}`)), rejections: [] });

@@ -34,7 +34,7 @@ function toJsonbSafe(json: string): string {
  * `audience_members.value` stores, so the diff is a string comparison). Same semantics as
  * the SQLite store's query, in PostgreSQL's dialect.
  */
-async function currentValues(client: pg.PoolClient, audience: AudienceRecord, nowMs: number): Promise<Map<string, string>> {
+async function currentValues(client: pg.PoolClient, audience: Pick<AudienceDefinition, 'rule' | 'sourceIds'>, nowMs: number): Promise<Map<string, string>> {
   const params: unknown[] = [];
   const param = (value: unknown, type = '') => {
     params.push(value);
@@ -132,6 +132,10 @@ export class PgAudienceStore implements AudienceStore {
       params,
     );
     return rows.map(toMember);
+  }
+
+  async countQualifying(definition: Pick<AudienceDefinition, 'rule' | 'sourceIds'>, nowMs: number): Promise<number> {
+    return inTransaction(this.pool, async (client) => (await currentValues(client, definition, nowMs)).size);
   }
 
   async delete(id: string): Promise<boolean> {

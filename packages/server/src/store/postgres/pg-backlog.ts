@@ -1,37 +1,52 @@
 import type pg from 'pg';
 import type { BacklogReads, DestinationBacklog } from '../backlog.js';
 
+/** Queue rows, in id order, looked through for each destination's oldest pending job before asking per destination. */
+const oldestWindow = 10_000;
+/** Delta rows beyond which a read folds them into one per destination. */
+const foldAbove = 1_000;
+/** Least time between two folds asked for by writes (see {@link PgBacklog.foldSoon}). */
+const foldIntervalMs = 10_000;
+
 /**
- * `BacklogReads` on PostgreSQL. Pending jobs are the rows of the narrow `delivery_queue`
- * (migration 4): counted, and the oldest found (the least delivery id: ids grow with creation),
- * in one pass over that table (about 70 ms a million rows); dead letters by an index-only scan
- * (migration 10). Nothing is written for it on the way in.
+ * `BacklogReads` on PostgreSQL. Pending jobs are counted from `backlog_deltas`, which the
+ * queue's triggers add to once per statement (migration 14): a read sums a few rows per
+ * destination and, once they are many, folds them into one (in one statement, so concurrent
+ * folds and writes lose nothing). The oldest pending job of each destination is looked for
+ * among the first {@link oldestWindow} queue rows in id order (ids grow with creation), where
+ * it is unless another destination holds an older backlog that long; one not found there is
+ * read from its own entries of the due index. Dead letters are counted by an index-only scan
+ * (migration 10).
  */
 export class PgBacklog implements BacklogReads {
+  private lastFoldMs = 0;
+  private folding: Promise<void> | undefined;
+
   constructor(private readonly pool: pg.Pool) {}
 
   async backlog(): Promise<DestinationBacklog[]> {
     const [pending, dead] = await Promise.all([
-      this.pool.query<{ d: string; n: number; oldest: string; c: string | null }>(
-        `WITH q AS (SELECT destination_id, COUNT(*)::int AS n, MIN(delivery_id) AS oldest FROM delivery_queue GROUP BY destination_id)
-         SELECT q.destination_id AS d, q.n, q.oldest, d.created_at AS c FROM q LEFT JOIN deliveries d ON d.id = q.oldest`,
+      this.pool.query<{ d: string; n: string; parts: number }>(
+        `SELECT destination_id AS d, SUM(pending) AS n, COUNT(*)::int AS parts FROM backlog_deltas GROUP BY destination_id`,
       ),
       this.pool.query<{ d: string; n: number }>(
         `SELECT destination_id AS d, COUNT(*)::int AS n FROM deliveries WHERE dead_reason IS NOT NULL GROUP BY destination_id`,
       ),
     ]);
+    if (pending.rows.reduce((n, r) => n + r.parts, 0) > foldAbove) this.fold();
     const byId = new Map<string, DestinationBacklog>();
     const entry = (destinationId: string) => {
       let e = byId.get(destinationId);
       if (e === undefined) byId.set(destinationId, (e = { destinationId, pending: 0, dead: 0, oldestPendingCreatedAtMs: null }));
       return e;
     };
-    for (const r of pending.rows) {
-      const e = entry(r.d);
-      e.pending = r.n;
-      e.oldestPendingCreatedAtMs = r.c === null ? null : Number(r.c);
-    }
+    for (const r of pending.rows) if (Number(r.n) > 0) entry(r.d).pending = Number(r.n);
     for (const r of dead.rows) entry(r.d).dead = r.n;
+    const withPending = [...byId.values()].filter((e) => e.pending > 0);
+    if (withPending.length > 0) {
+      const oldest = await this.oldestCreated(withPending.map((e) => e.destinationId));
+      for (const e of withPending) e.oldestPendingCreatedAtMs = oldest.get(e.destinationId) ?? null;
+    }
     return [...byId.values()].sort((a, b) => (a.destinationId < b.destinationId ? -1 : a.destinationId > b.destinationId ? 1 : 0));
   }
 
@@ -41,5 +56,68 @@ export class PgBacklog implements BacklogReads {
       [destinationId],
     );
     return rows[0]!.n;
+  }
+
+  /**
+   * Folds the deltas at most every {@link foldIntervalMs}: called by writes, so that the rows
+   * stay few where nothing reads the backlog (no scrape, no dashboard).
+   */
+  foldSoon(nowMs: number): void {
+    if (nowMs - this.lastFoldMs < foldIntervalMs) return;
+    this.lastFoldMs = nowMs;
+    this.fold();
+  }
+
+  /** Awaits a fold under way (the store closes). */
+  async settled(): Promise<void> {
+    await this.folding;
+  }
+
+  /**
+   * Replaces the deltas this statement sees by their sum per destination. Rows written
+   * meanwhile are not seen, so they stay; a concurrent fold waits on the rows this one
+   * deletes, then finds them gone. The table is vacuumed after, since a server with
+   * autovacuum off would otherwise keep every folded row's space.
+   */
+  private fold(): void {
+    this.folding ??= (async () => {
+      try {
+        await this.pool.query(
+          `WITH gone AS (DELETE FROM backlog_deltas RETURNING destination_id, pending)
+           INSERT INTO backlog_deltas (destination_id, pending)
+           SELECT destination_id, SUM(pending) FROM gone GROUP BY destination_id HAVING SUM(pending) <> 0`,
+        );
+        await this.pool.query(`VACUUM backlog_deltas`);
+      } catch {
+        // Folding again at the next read or interval does the same work; nothing is lost.
+      } finally {
+        this.folding = undefined;
+      }
+    })();
+  }
+
+  private async oldestCreated(destinationIds: string[]): Promise<Map<string, number>> {
+    const { rows: first } = await this.pool.query<{ d: string; id: string }>(
+      `SELECT destination_id AS d, MIN(delivery_id) AS id
+       FROM (SELECT destination_id, delivery_id FROM delivery_queue ORDER BY delivery_id LIMIT ${oldestWindow}) q
+       WHERE destination_id = ANY($1::text[]) GROUP BY destination_id`,
+      [destinationIds],
+    );
+    const ids = new Map(first.map((r) => [r.d, r.id]));
+    for (const d of destinationIds.filter((d) => !ids.has(d))) {
+      const { rows } = await this.pool.query<{ id: string | null }>(`SELECT MIN(delivery_id) AS id FROM delivery_queue WHERE destination_id = $1`, [d]);
+      if (rows[0]?.id != null) ids.set(d, rows[0].id);
+    }
+    if (ids.size === 0) return new Map();
+    const { rows } = await this.pool.query<{ id: string; c: string }>(`SELECT id, created_at AS c FROM deliveries WHERE id = ANY($1::bigint[])`, [
+      [...ids.values()],
+    ]);
+    const created = new Map(rows.map((r) => [r.id, Number(r.c)]));
+    const out = new Map<string, number>();
+    for (const [d, id] of ids) {
+      const c = created.get(id);
+      if (c !== undefined) out.set(d, c);
+    }
+    return out;
   }
 }

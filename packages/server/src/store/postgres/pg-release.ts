@@ -29,13 +29,14 @@ export async function releaseLeases(pool: pg.Pool, owner: string, nowMs: number,
 
 /**
  * Extends the owner's leases on the jobs `ids` to `untilMs`, in one statement; resolves with
- * the ids still leased to the owner (and so renewed). Rows are locked in id order, as the
- * other statements on many queue rows lock them.
+ * the ids still leased to the owner (and so renewed). A lease already renewed further (by a
+ * later renewal that overtook this one on another connection) keeps its end. Rows are locked
+ * in id order, as the other statements on many queue rows lock them.
  */
 export async function renewLeases(pool: pg.Pool, owner: string, ids: readonly number[], untilMs: number): Promise<number[]> {
   if (ids.length === 0) return [];
   const r = await pool.query<{ id: string }>(
-    `UPDATE delivery_queue q SET next_attempt_at = $3
+    `UPDATE delivery_queue q SET next_attempt_at = GREATEST(q.next_attempt_at, $3)
      WHERE q.delivery_id IN (SELECT delivery_id FROM delivery_queue WHERE delivery_id = ANY($1::bigint[]) AND lease_owner = $2 ORDER BY delivery_id FOR UPDATE)
      RETURNING q.delivery_id AS id`,
     [ids, owner, untilMs],

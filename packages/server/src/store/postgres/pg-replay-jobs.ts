@@ -1,7 +1,17 @@
 import type pg from 'pg';
 import type { ReplayFilter } from '../delivery-queue.js';
-import type { ReplayJobBatchArgs, ReplayJobCursor, ReplayJobRecord, ReplayJobsStore } from '../replay-jobs-store.js';
+import type {
+  ArchiveBatchArgs,
+  ArchiveBatchResult,
+  ArchiveCountArgs,
+  ArchiveFilter,
+  ReplayJobBatchArgs,
+  ReplayJobCursor,
+  ReplayJobRecord,
+  ReplayJobsStore,
+} from '../replay-jobs-store.js';
 import { toReplayJob, type ReplayJobRow } from '../rows.js';
+import { archiveStep, countArchive } from './pg-archive-replay.js';
 import { replay } from './pg-dead-letters.js';
 import { inTransaction } from './pg-pools.js';
 
@@ -18,6 +28,52 @@ export class PgReplayJobs implements ReplayJobsStore {
       [args.id, JSON.stringify(args.filter), args.total, args.nowMs],
     );
     return toReplayJob(rows[0]!);
+  }
+
+  async createArchiveJob(args: { id: string; filter: ArchiveFilter; total: number; nowMs: number }): Promise<ReplayJobRecord> {
+    const { rows } = await this.pool.query<ReplayJobRow>(
+      `INSERT INTO replay_jobs (id, kind, filter, status, total, cursor, cursor_at, created_at) VALUES ($1, 'archive', $2, 'running', $3, 0, $4, $5) RETURNING *`,
+      [args.id, JSON.stringify(args.filter), args.total, args.filter.sinceMs, args.nowMs],
+    );
+    return toReplayJob(rows[0]!);
+  }
+
+  async archiveReplayBatch(args: ArchiveBatchArgs): Promise<ArchiveBatchResult> {
+    return inTransaction(this.pool, async (client): Promise<ArchiveBatchResult> => {
+      const { rows } = await client.query<ReplayJobRow>(`SELECT * FROM replay_jobs WHERE id = $1 FOR UPDATE`, [args.id]);
+      const row = rows[0];
+      if (!row || row.status !== 'running' || row.kind !== 'archive') return { job: row ? toReplayJob(row) : null, held: false, queued: 0 };
+      const step = await archiveStep(client, row, args);
+      if (step.held) return { job: toReplayJob(row), held: true, queued: 0 };
+      const updated = await client.query<ReplayJobRow>(
+        `UPDATE replay_jobs SET replayed = replayed + $2, skipped = skipped + $3, cursor = $4, cursor_at = $5, status = $6, finished_at = $7
+         WHERE id = $1 RETURNING *`,
+        [
+          args.id,
+          step.queued,
+          step.skipped,
+          step.last?.id ?? row.cursor,
+          step.last?.receivedAtMs ?? row.cursor_at,
+          step.done ? 'done' : 'running',
+          step.done ? args.nowMs : null,
+        ],
+      );
+      return { job: toReplayJob(updated.rows[0]!), held: false, queued: step.queued };
+    });
+  }
+
+  countArchive(args: ArchiveCountArgs): Promise<number> {
+    return countArchive(this.pool, args);
+  }
+
+  async cancelReplayJob(id: string, nowMs: number): Promise<ReplayJobRecord | null> {
+    // Under the row's lock, as a batch takes it: a batch under way commits first, and the next finds the job cancelled.
+    const { rows } = await this.pool.query<ReplayJobRow>(
+      `WITH c AS (UPDATE replay_jobs SET status = 'cancelled', finished_at = $2 WHERE id = $1 AND status = 'running' RETURNING *)
+       SELECT * FROM c UNION ALL SELECT * FROM replay_jobs WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM c)`,
+      [id, nowMs],
+    );
+    return rows[0] ? toReplayJob(rows[0]) : null;
   }
 
   async getReplayJob(id: string): Promise<ReplayJobRecord | null> {
@@ -47,6 +103,7 @@ export class PgReplayJobs implements ReplayJobsStore {
       const row = rows[0];
       if (!row || row.status !== 'running') return row ? toReplayJob(row) : null;
       const job = toReplayJob(row);
+      if (job.kind !== 'dead_letters') return job;
       const { replayed, lastId } = await replay(client, { ...job.filter, destinationIdsIn: args.destinationIdsIn }, args.nowMs, {
         afterId: Number(row.cursor),
         limit: args.limit,

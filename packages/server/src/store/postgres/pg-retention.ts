@@ -61,17 +61,26 @@ export class PgRetention implements RetentionStore {
   }
 
   async reclaimSpace(): Promise<number> {
-    if (![...this.deletedSinceVacuum.values()].some((n) => n >= VACUUM_AFTER_ROWS)) return 0;
-    const sizes = await this.rowEstimates();
-    const pruned = [...this.deletedSinceVacuum].filter(([table, n]) => n >= vacuumThreshold(sizes[table as keyof StoreRowEstimates] ?? 0));
-    if (pruned.length === 0) return 0;
+    const due = await this.dueForVacuum();
+    if (due.length === 0) return 0;
     const { rows } = await this.pool.query<{ setting: string }>(`SELECT setting FROM pg_settings WHERE name = 'autovacuum'`);
-    for (const [table] of pruned) {
+    for (const table of due) {
       // Autovacuum, when on, does this in its own time and pace.
       if (rows[0]?.setting !== 'on') await this.pool.query(`VACUUM ${table}`);
       this.deletedSinceVacuum.set(table, 0);
     }
     return 0;
+  }
+
+  /**
+   * The tables this node pruned past {@link vacuumThreshold} of their estimated rows since it
+   * last vacuumed them (or left them to autovacuum): those the next {@link reclaimSpace} takes.
+   * The decision is the same whether autovacuum is on or off; only who vacuums differs.
+   */
+  async dueForVacuum(): Promise<string[]> {
+    if (![...this.deletedSinceVacuum.values()].some((n) => n >= VACUUM_AFTER_ROWS)) return [];
+    const sizes = await this.rowEstimates();
+    return [...this.deletedSinceVacuum].filter(([table, n]) => n >= vacuumThreshold(sizes[table as keyof StoreRowEstimates] ?? 0)).map(([table]) => table);
   }
 
   async sizeBytes(): Promise<number> {

@@ -11,12 +11,20 @@ import type { DestinationBacklog } from '../backlog.js';
 import { PgBacklog } from './pg-backlog.js';
 import type { IngestOutcome, IngestWrite, RejectionCount, RejectionView } from '../event-log.js';
 import type { ExecuteRegulationArgs, Regulation, RegulationCursor } from '../regulations-store.js';
-import type { ReplayJobBatchArgs, ReplayJobCursor, ReplayJobRecord } from '../replay-jobs-store.js';
+import type {
+  ArchiveBatchArgs,
+  ArchiveBatchResult,
+  ArchiveCountArgs,
+  ArchiveFilter,
+  ReplayJobBatchArgs,
+  ReplayJobCursor,
+  ReplayJobRecord,
+} from '../replay-jobs-store.js';
 import type { Store, StoreStats } from '../store.js';
 import type { TokenStore } from '../token-store.js';
 import type { ActivityCounts } from '../activity-counts.js';
 import type { RetentionStore } from '../retention-store.js';
-import type { Clock } from '../../util/clock.js';
+import { systemClock, type Clock } from '../../util/clock.js';
 import { PgAudienceStore } from './pg-audience-store.js';
 import { PgAuditLog } from './pg-audit-log.js';
 import { PgDestinationHealth } from './pg-destination-health.js';
@@ -45,7 +53,7 @@ export interface PgStoreOptions {
   schema?: string;
   /** Connections in the pool; default 10. */
   poolSize?: number;
-  /** Time and timers of the vacuums' interval; default the system clock and Node's timers. */
+  /** Time and timers of the vacuums' interval and of folding the backlog's counts; default the system clock and Node's timers. */
   clock?: Clock;
   /** Least time, in ms, between two vacuums after deletions (see `reclaimDeleted`); default `defaultVacuumIntervalMs`. */
   vacuumIntervalMs?: number;
@@ -81,6 +89,7 @@ export class PgStore implements Store {
   private readonly completions: PgCompletions;
   private readonly reads: PgDeliveryReads;
   private readonly backlogReads: PgBacklog;
+  private readonly clock: Clock;
   private readonly regulations: PgRegulations;
   private readonly replayJobs: PgReplayJobs;
   private readonly catalog: PgCatalog;
@@ -92,6 +101,7 @@ export class PgStore implements Store {
     this.eventLog = new PgEventLog(pools.main);
     this.completions = new PgCompletions(pools);
     this.reads = new PgDeliveryReads(pools.main);
+    this.clock = options.clock ?? systemClock;
     this.backlogReads = new PgBacklog(pools.main);
     this.regulations = new PgRegulations(pools.main, options);
     this.catalog = new PgCatalog(pools.main);
@@ -121,6 +131,7 @@ export class PgStore implements Store {
 
   // event log (pg-event-log.ts)
   ingest(write: IngestWrite): Promise<IngestOutcome> {
+    this.backlogReads.foldSoon(this.clock.now());
     return this.eventLog.ingest(write);
   }
   listRejections(args: { sourceId?: string; limit: number }): Promise<RejectionView[]> {
@@ -138,6 +149,7 @@ export class PgStore implements Store {
     return claim(this.pools.claim, args);
   }
   complete(completion: Completion): Promise<boolean> {
+    this.backlogReads.foldSoon(this.clock.now());
     return this.completions.complete(completion);
   }
   releaseLeases(owner: string, nowMs: number, leases?: readonly HeldLease[]): Promise<number> {
@@ -175,6 +187,18 @@ export class PgStore implements Store {
   }
   replayJobBatch(args: ReplayJobBatchArgs): Promise<ReplayJobRecord | null> {
     return this.replayJobs.replayJobBatch(args);
+  }
+  createArchiveJob(args: { id: string; filter: ArchiveFilter; total: number; nowMs: number }): Promise<ReplayJobRecord> {
+    return this.replayJobs.createArchiveJob(args);
+  }
+  archiveReplayBatch(args: ArchiveBatchArgs): Promise<ArchiveBatchResult> {
+    return this.replayJobs.archiveReplayBatch(args);
+  }
+  countArchive(args: ArchiveCountArgs): Promise<number> {
+    return this.replayJobs.countArchive(args);
+  }
+  cancelReplayJob(id: string, nowMs: number): Promise<ReplayJobRecord | null> {
+    return this.replayJobs.cancelReplayJob(id, nowMs);
   }
   failReplayJob(id: string, error: string, nowMs: number): Promise<void> {
     return this.replayJobs.failReplayJob(id, error, nowMs);
@@ -266,6 +290,7 @@ export class PgStore implements Store {
   async close(): Promise<void> {
     // Completions already handed in still reach the database: their jobs were sent.
     await this.completions.drained();
+    await this.backlogReads.settled();
     this.regulations.close();
     await endPools(this.pools);
   }

@@ -121,16 +121,19 @@ export class LeaseTable {
   }
 
   /**
-   * Extends an owner's leases on these jobs to `untilMs`; returns the ids it held. The sweep
-   * moves as far: a lease is swept a lease period after it ran out, as at its claim.
+   * Extends an owner's leases on these jobs to `untilMs` (never back: one renewed further
+   * keeps its end); returns the ids it held. The sweep moves as far: a lease is swept a lease
+   * period after it ran out, as at its claim.
    */
   renew(owner: string, ids: readonly number[], untilMs: number): number[] {
     const renewed: number[] = [];
     for (const id of ids) {
       const lease = this.byId.get(id);
       if (lease?.owner !== owner) continue;
-      lease.sweepAtMs += untilMs - lease.untilMs;
-      lease.untilMs = untilMs;
+      if (untilMs > lease.untilMs) {
+        lease.sweepAtMs += untilMs - lease.untilMs;
+        lease.untilMs = untilMs;
+      }
       renewed.push(id);
     }
     return renewed;

@@ -20,7 +20,7 @@ function traitMatch(equals: TraitScalar): { clause: string; params: unknown[] } 
  * The users who qualify now and the value each should hold, as JSON text (what
  * `audience_members.value` stores, so the diff is a string comparison).
  */
-function currentValues(db: Database.Database, audience: AudienceRecord, nowMs: number): Map<string, string> {
+function currentValues(db: Database.Database, audience: Pick<AudienceDefinition, 'rule' | 'sourceIds'>, nowMs: number): Map<string, string> {
   const sourceClause = audience.sourceIds === null ? '' : `AND e.source_id IN (SELECT value FROM json_each(?))`;
   const sourceParams = audience.sourceIds === null ? [] : [JSON.stringify(audience.sourceIds)];
   const rule = audience.rule;
@@ -108,6 +108,10 @@ export class SqliteAudienceStore implements AudienceStore {
       .prepare(`SELECT user_id, value FROM audience_members WHERE audience_id = ? ${after} ORDER BY user_id LIMIT ?`)
       .all(id, ...params, args.limit) as { user_id: string; value: string }[];
     return rows.map(toMember);
+  }
+
+  async countQualifying(definition: Pick<AudienceDefinition, 'rule' | 'sourceIds'>, nowMs: number): Promise<number> {
+    return currentValues(this.db, definition, nowMs).size;
   }
 
   async delete(id: string): Promise<boolean> {

@@ -1,18 +1,67 @@
 import type Database from 'better-sqlite3';
 import type { ReplayFilter } from '../delivery-queue.js';
-import type { ReplayJobBatchArgs, ReplayJobCursor, ReplayJobRecord, ReplayJobsStore } from '../replay-jobs-store.js';
+import type {
+  ArchiveBatchArgs,
+  ArchiveBatchResult,
+  ArchiveCountArgs,
+  ArchiveFilter,
+  ReplayJobBatchArgs,
+  ReplayJobCursor,
+  ReplayJobRecord,
+  ReplayJobsStore,
+} from '../replay-jobs-store.js';
 import { toReplayJob, type ReplayJobRow } from '../rows.js';
 import type { LeaseTable } from './lease-table.js';
-import type { SqliteBacklogCounts } from './sqlite-backlog-counts.js';
+import { archiveStep, countArchive } from './sqlite-archive-replay.js';
 import { replay } from './sqlite-dead-letters.js';
+import type { SqliteDeliveryRows } from './sqlite-delivery-rows.js';
 
 /** Replay jobs on SQLite: each batch replays its page and records its progress in one transaction. */
 export class SqliteReplayJobs implements ReplayJobsStore {
   constructor(
     private readonly db: Database.Database,
     private readonly leases: LeaseTable,
-    private readonly counts: SqliteBacklogCounts,
+    private readonly deliveries: SqliteDeliveryRows,
   ) {}
+
+  async createArchiveJob(args: { id: string; filter: ArchiveFilter; total: number; nowMs: number }): Promise<ReplayJobRecord> {
+    this.db
+      .prepare(`INSERT INTO replay_jobs (id, kind, filter, status, total, cursor, cursor_at, created_at) VALUES (?, 'archive', ?, 'running', ?, 0, ?, ?)`)
+      .run(args.id, JSON.stringify(args.filter), args.total, args.filter.sinceMs, args.nowMs);
+    return this.get(args.id)!;
+  }
+
+  async archiveReplayBatch(args: ArchiveBatchArgs): Promise<ArchiveBatchResult> {
+    return this.db
+      .transaction((): ArchiveBatchResult => {
+        const row = this.db.prepare(`SELECT * FROM replay_jobs WHERE id = ?`).get(args.id) as ReplayJobRow | undefined;
+        if (!row || row.status !== 'running' || row.kind !== 'archive') return { job: row ? toReplayJob(row) : null, held: false, queued: 0 };
+        const step = archiveStep(this.db, this.deliveries, row, args);
+        if (step.held) return { job: toReplayJob(row), held: true, queued: 0 };
+        this.db
+          .prepare(`UPDATE replay_jobs SET replayed = replayed + ?, skipped = skipped + ?, cursor = ?, cursor_at = ?, status = ?, finished_at = ? WHERE id = ?`)
+          .run(
+            step.queued,
+            step.skipped,
+            step.last?.id ?? row.cursor,
+            step.last?.receivedAtMs ?? row.cursor_at,
+            step.done ? 'done' : 'running',
+            step.done ? args.nowMs : null,
+            args.id,
+          );
+        return { job: this.get(args.id), held: false, queued: step.queued };
+      })
+      .immediate();
+  }
+
+  async countArchive(args: ArchiveCountArgs): Promise<number> {
+    return countArchive(this.db, args);
+  }
+
+  async cancelReplayJob(id: string, nowMs: number): Promise<ReplayJobRecord | null> {
+    this.db.prepare(`UPDATE replay_jobs SET status = 'cancelled', finished_at = ? WHERE id = ? AND status = 'running'`).run(nowMs, id);
+    return this.get(id);
+  }
 
   async createReplayJob(args: { id: string; filter: ReplayFilter; total: number; nowMs: number }): Promise<ReplayJobRecord> {
     this.db
@@ -43,7 +92,8 @@ export class SqliteReplayJobs implements ReplayJobsStore {
         const row = this.db.prepare(`SELECT * FROM replay_jobs WHERE id = ?`).get(args.id) as ReplayJobRow | undefined;
         if (!row || row.status !== 'running') return row ? toReplayJob(row) : null;
         const job = toReplayJob(row);
-        const ids = replay(this.db, this.leases, this.counts, { ...job.filter, destinationIdsIn: args.destinationIdsIn }, args.nowMs, {
+        if (job.kind !== 'dead_letters') return job;
+        const ids = replay(this.db, this.leases, this.deliveries.counts, { ...job.filter, destinationIdsIn: args.destinationIdsIn }, args.nowMs, {
           afterId: row.cursor,
           limit: args.limit,
         });

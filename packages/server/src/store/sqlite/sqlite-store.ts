@@ -12,7 +12,15 @@ import type { DestinationBacklog } from '../backlog.js';
 import { SqliteBacklog } from './sqlite-backlog.js';
 import type { IngestOutcome, IngestWrite, RejectionCount, RejectionView } from '../event-log.js';
 import type { ExecuteRegulationArgs, Regulation, RegulationCursor } from '../regulations-store.js';
-import type { ReplayJobBatchArgs, ReplayJobCursor, ReplayJobRecord } from '../replay-jobs-store.js';
+import type {
+  ArchiveBatchArgs,
+  ArchiveBatchResult,
+  ArchiveCountArgs,
+  ArchiveFilter,
+  ReplayJobBatchArgs,
+  ReplayJobCursor,
+  ReplayJobRecord,
+} from '../replay-jobs-store.js';
 import type { Store, StoreStats } from '../store.js';
 import type { TokenStore } from '../token-store.js';
 import type { ActivityCounts } from '../activity-counts.js';
@@ -124,7 +132,7 @@ export class SqliteStore implements Store {
       this.backlogReads = new SqliteBacklog(this.db, this.deliveries.counts);
       this.regulations = new SqliteRegulations(this.db, this.deliveries, this.walTruncation);
       this.catalog = new SqliteCatalog(this.db);
-      this.replayJobs = new SqliteReplayJobs(this.db, this.leases, this.deliveries.counts);
+      this.replayJobs = new SqliteReplayJobs(this.db, this.leases, this.deliveries);
       this.audiences = new SqliteAudienceStore(this.db, this.deliveries);
       this.tokens = new SqliteTokenStore(this.db);
       this.audit = new SqliteAuditLog(this.db);
@@ -201,6 +209,18 @@ export class SqliteStore implements Store {
   }
   replayJobBatch(args: ReplayJobBatchArgs): Promise<ReplayJobRecord | null> {
     return this.replayJobs.replayJobBatch(args);
+  }
+  createArchiveJob(args: { id: string; filter: ArchiveFilter; total: number; nowMs: number }): Promise<ReplayJobRecord> {
+    return this.replayJobs.createArchiveJob(args);
+  }
+  archiveReplayBatch(args: ArchiveBatchArgs): Promise<ArchiveBatchResult> {
+    return this.replayJobs.archiveReplayBatch(args);
+  }
+  countArchive(args: ArchiveCountArgs): Promise<number> {
+    return this.replayJobs.countArchive(args);
+  }
+  cancelReplayJob(id: string, nowMs: number): Promise<ReplayJobRecord | null> {
+    return this.replayJobs.cancelReplayJob(id, nowMs);
   }
   failReplayJob(id: string, error: string, nowMs: number): Promise<void> {
     return this.replayJobs.failReplayJob(id, error, nowMs);

@@ -9,7 +9,9 @@ import * as searchAndReplayJobs from './008-search-and-replay-jobs.js';
 import * as tokensAndAudit from './009-tokens-and-audit.js';
 import * as deadLettersByDestination from './010-dead-letters-by-destination.js';
 import * as endpointProtection from './011-endpoint-protection.js';
+import * as archiveReplay from './012-archive-replay.js';
 import * as activityCounts from './013-activity-counts.js';
+import * as backlogCounts from './014-backlog-counts.js';
 
 /**
  * Numbered PostgreSQL migrations, applied in order under an advisory lock; `ferry_migrations`
@@ -27,5 +29,7 @@ export const migrations: { version: number; sql: string }[] = [
   { version: 9, sql: tokensAndAudit.sql },
   { version: 10, sql: deadLettersByDestination.sql },
   { version: 11, sql: endpointProtection.sql },
+  { version: 12, sql: archiveReplay.sql },
   { version: 13, sql: activityCounts.sql },
+  { version: 14, sql: backlogCounts.sql },
 ];

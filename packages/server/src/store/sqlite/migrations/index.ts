@@ -6,6 +6,7 @@ import * as searchAndReplayJobs from './005-search-and-replay-jobs.js';
 import * as tokensAndAudit from './006-tokens-and-audit.js';
 import * as deadLettersByDestination from './007-dead-letters-by-destination.js';
 import * as destinationHealth from './008-destination-health.js';
+import * as archiveReplay from './009-archive-replay.js';
 import * as activityCounts from './010-activity-counts.js';
 
 /**
@@ -21,5 +22,6 @@ export const migrations: { version: number; sql: string }[] = [
   { version: 6, sql: tokensAndAudit.sql },
   { version: 7, sql: deadLettersByDestination.sql },
   { version: 8, sql: destinationHealth.sql },
+  { version: 9, sql: archiveReplay.sql },
   { version: 10, sql: activityCounts.sql },
 ];

@@ -1,0 +1,107 @@
+import type { Logger } from 'pino';
+import type { NormalizedMessage } from '../model/message.js';
+import type { Catalog } from '../routing/catalog.js';
+import { routeMessage } from '../routing/route.js';
+import type { ArchivedEvent, ArchiveFilter, Store } from '../store/store.js';
+import { timersOf, type Clock } from '../util/clock.js';
+
+/** How an archive replay is paced. */
+export interface ArchivePacing {
+  /** Events looked at per batch, and the destination's pending deliveries at which a batch waits (live traffic first). */
+  batchSize: number;
+  /** How long a job held back (by the destination's backlog, or while it is disabled) waits before it looks again. */
+  pollMs: number;
+}
+
+/** What an archive job needs to run. */
+export interface ArchiveJobDeps {
+  store: Store;
+  catalog: Catalog;
+  clock: Clock;
+  logger: Logger;
+  pacing: ArchivePacing;
+  /** Called after a batch created deliveries, so the worker looks at once. */
+  onQueued?: () => void;
+}
+
+/**
+ * The body an event's destination gets, as ingestion would have routed it now: through the
+ * route from the event's source to the destination (its filter, its field removals, the
+ * call's `integrations`), or null when there is none (the source is no longer connected to it)
+ * or the call does not pass.
+ */
+export function archiveRenderer(catalog: Catalog, destinationId: string): (event: ArchivedEvent) => string | null {
+  return (event) => {
+    const target = catalog.routesOf(event.sourceId).find((t) => t.destination.id === destinationId);
+    if (target === undefined) return null;
+    const message = JSON.parse(event.json) as NormalizedMessage;
+    return routeMessage(message, [target], catalog.types)[0]?.body ?? null;
+  };
+}
+
+/**
+ * Carries one archive replay job on until it is over (done, cancelled, failed) or `signal`
+ * aborts (it stays running, carried on at the next start), a batch at a time. A batch waits
+ * `pollMs` while the destination holds `batchSize` pending deliveries or more, or is disabled:
+ * live deliveries go first and the replay fills what capacity is left. With a `ratePerSecond`,
+ * after a batch that created n deliveries it waits n / rate seconds. `wake` ends a wait early
+ * (a cancel). A deleted destination fails the job.
+ */
+export async function runArchiveJob(deps: ArchiveJobDeps, id: string, signal: AbortSignal, wakeUp: (fn: () => void) => void): Promise<void> {
+  const { store, catalog, clock, logger, pacing } = deps;
+  const wait = (ms: number) =>
+    new Promise<void>((resolve) => {
+      // An abort that came while a batch ran fires no listener added after it.
+      if (signal.aborted) return resolve();
+      const timers = timersOf(clock);
+      const timer = timers.setTimeout(done, ms);
+      function done() {
+        timers.clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      }
+      signal.addEventListener('abort', done);
+      wakeUp(done);
+    });
+  for (;;) {
+    if (signal.aborted) return;
+    const job = await store.getReplayJob(id);
+    if (job === null || job.status !== 'running' || job.kind !== 'archive') return;
+    const filter: ArchiveFilter = job.filter;
+    // Another node may have created the destination since this node's catalogue was loaded:
+    // it is read again before the job is failed for a destination that is gone.
+    if (catalog.destination(filter.destinationId) === undefined) await catalog.reload();
+    const destination = catalog.destination(filter.destinationId);
+    if (destination === undefined) {
+      await store.failReplayJob(id, `destination ${filter.destinationId} was deleted`, clock.now());
+      logger.warn({ replayJobId: id, destinationId: filter.destinationId }, 'archive replay job failed: its destination was deleted');
+      return;
+    }
+    if (!catalog.enabledDestinations().some((d) => d.id === destination.id)) {
+      await wait(pacing.pollMs);
+      continue;
+    }
+    const rate = filter.ratePerSecond;
+    const limit = rate === undefined ? pacing.batchSize : Math.max(1, Math.min(pacing.batchSize, Math.floor(rate)));
+    const result = await store.archiveReplayBatch({
+      id,
+      limit,
+      nowMs: clock.now(),
+      backlogLimit: pacing.batchSize,
+      render: archiveRenderer(catalog, destination.id),
+    });
+    if (result.queued > 0) deps.onQueued?.();
+    if (result.held) {
+      await wait(pacing.pollMs);
+      continue;
+    }
+    const after = result.job;
+    if (after === null || after.status !== 'running') {
+      if (after?.status === 'done')
+        logger.info({ replayJobId: id, replayed: after.replayed, skipped: after.skipped, total: after.total }, 'archive replay job done');
+      return;
+    }
+    if (rate !== undefined && result.queued > 0) await wait((result.queued * 1000) / rate);
+    else await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}

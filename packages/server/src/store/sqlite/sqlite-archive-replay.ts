@@ -1,0 +1,103 @@
+import type Database from 'better-sqlite3';
+import { deletionScreen, screenedIdentities, type PendingRegulationRow } from '../deletion-screen.js';
+import type { ArchiveBatchArgs, ArchiveCountArgs, ArchiveFilter, ArchivedEvent } from '../replay-jobs-store.js';
+import type { ReplayJobRow } from '../rows.js';
+import type { SqliteDeliveryRows } from './sqlite-delivery-rows.js';
+
+/** What one archive batch did to its job, for the caller to record with the cursor. */
+export interface ArchiveStep {
+  held: boolean;
+  queued: number;
+  skipped: number;
+  /** The last event looked at, or null when none was. */
+  last: { receivedAtMs: number; id: number } | null;
+  done: boolean;
+}
+
+interface EventRow {
+  id: number;
+  source_id: string;
+  message_id: string;
+  user_id: string | null;
+  anonymous_id: string | null;
+  received_at: number;
+  json: string;
+}
+
+/** How many pending deliveries a destination has, counted up to `limit` (a read of the due index, stopped early). */
+export function pendingUpTo(db: Database.Database, destinationId: string, limit: number): number {
+  return db
+    .prepare<[string, number], number>(`SELECT COUNT(*) FROM (SELECT 1 FROM deliveries WHERE destination_id = ? AND status = 'pending' LIMIT ?)`)
+    .pluck()
+    .get(destinationId, limit)!;
+}
+
+/** The next batch of an archive job (see `ReplayJobsStore.archiveReplayBatch`); runs inside the caller's transaction. */
+export function archiveStep(db: Database.Database, deliveries: SqliteDeliveryRows, row: ReplayJobRow, args: ArchiveBatchArgs): ArchiveStep {
+  const filter = JSON.parse(row.filter) as ArchiveFilter;
+  if (pendingUpTo(db, filter.destinationId, args.backlogLimit) >= args.backlogLimit) return { held: true, queued: 0, skipped: 0, last: null, done: false };
+  const events = db
+    .prepare(
+      `SELECT id, source_id, message_id, user_id, anonymous_id, received_at, json FROM events e
+       WHERE source_id IN (SELECT value FROM json_each(@sources)) AND received_at >= @since AND received_at < @until
+         AND (received_at, id) > (@cursorAt, @cursorId)
+         AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND d.destination_id = @destination)
+       ORDER BY received_at, id LIMIT @limit`,
+    )
+    .all({
+      sources: JSON.stringify(filter.sourceIds),
+      since: filter.sinceMs,
+      until: filter.untilMs,
+      cursorAt: row.cursor_at ?? filter.sinceMs,
+      cursorId: row.cursor,
+      destination: filter.destinationId,
+      limit: args.limit,
+    }) as EventRow[];
+  const screened = deletionScreen(db.prepare(`SELECT user_ids, source_ids, plan FROM regulations WHERE status = 'pending'`).all() as PendingRegulationRow[]);
+  let queued = 0;
+  deliveries.batch(() => {
+    for (const e of events) {
+      const event = toArchived(e);
+      const body = screened(event) ? null : args.render(event);
+      if (body === null) continue;
+      deliveries.insert(filter.destinationId, e.source_id, e.id, 'event', e.message_id, e.user_id, body, args.nowMs, args.nowMs);
+      queued++;
+    }
+  });
+  const lastRow = events.at(-1);
+  return {
+    held: false,
+    queued,
+    skipped: events.length - queued,
+    last: lastRow ? { receivedAtMs: lastRow.received_at, id: lastRow.id } : null,
+    done: events.length < args.limit,
+  };
+}
+
+/** How many events an archive replay would take now (see `ReplayJobsStore.countArchive`). */
+export function countArchive(db: Database.Database, args: ArchiveCountArgs): number {
+  const screened = screenedIdentities(
+    db.prepare(`SELECT user_ids, source_ids, plan FROM regulations WHERE status = 'pending'`).all() as PendingRegulationRow[],
+  );
+  return db
+    .prepare(
+      `SELECT COUNT(*) FROM events e
+       WHERE source_id IN (SELECT value FROM json_each(@sources)) AND received_at >= @since AND received_at < @until
+         AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND d.destination_id = @destination)
+         AND NOT (COALESCE(user_id IN (SELECT value FROM json_each(@users)), 0)
+                  OR (user_id IS NULL AND COALESCE(anonymous_id IN (SELECT value FROM json_each(@anonymous)), 0)))`,
+    )
+    .pluck()
+    .get({
+      sources: JSON.stringify(args.sourceIds),
+      since: args.sinceMs,
+      until: args.untilMs,
+      destination: args.destinationId,
+      users: JSON.stringify(screened.userIds),
+      anonymous: JSON.stringify(screened.anonymousIds),
+    }) as number;
+}
+
+function toArchived(e: EventRow): ArchivedEvent {
+  return { id: e.id, sourceId: e.source_id, messageId: e.message_id, userId: e.user_id, anonymousId: e.anonymous_id, json: e.json };
+}
