@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api } from '../lib/api.js';
+import { count } from '../lib/format.js';
 import { audiencePath, kinds } from '../lib/audience-paths.js';
 import type { Audience, AudienceKind, AudienceRule } from '../lib/records.js';
 import { href, navigate } from '../lib/router.js';
@@ -7,7 +8,7 @@ import type { Destination, Source } from '../lib/types.js';
 import { useApi } from '../lib/use-api.js';
 import { Field } from '../components/field.js';
 import { placeError, type FormErrors } from '../components/form-errors.js';
-import { ErrorNotice, Loading } from '../components/notice.js';
+import { ErrorNotice, Loading, StatusNotice } from '../components/notice.js';
 
 /** The fields the server may name in an error (`rule` last: a rule error without a key shows at the rule type). */
 const fields = [
@@ -116,6 +117,7 @@ function FormBody(props: { kind: AudienceKind; before: Audience | undefined; des
   const [rule, setRule] = useState<RuleDraft>(draftOf(props.kind, before?.rule));
   const [errors, setErrors] = useState<FormErrors>({ fields: {} });
   const [busy, setBusy] = useState(false);
+  const [preview, setPreview] = useState<string | null>(null);
   const setRuleKey = (key: keyof RuleDraft) => (e: { currentTarget: { value: string } }) => setRule({ ...rule, [key]: e.currentTarget.value });
 
   const submit = async (event: Event) => {
@@ -138,6 +140,28 @@ function FormBody(props: { kind: AudienceKind; before: Audience | undefined; des
       navigate('audiences', k.segment, saved.id);
     } catch (error) {
       setErrors(placeError(error, fields));
+      setBusy(false);
+    }
+  };
+
+  // How many users the definition as typed holds now (`POST …/preview`): the sync's own count, nothing stored.
+  const previewCount = async () => {
+    setBusy(true);
+    setPreview(null);
+    try {
+      const body: Record<string, unknown> = { id: before?.id ?? id.trim(), name, destinationIds: chosenDestinations, rule: ruleBody(rule, false) };
+      if (chosenSources.length > 0) body['sourceIds'] = chosenSources;
+      const answer = await api<{ members?: number; profiles?: number }>('POST', `${k.api}/preview`, body);
+      const n = answer.members ?? answer.profiles ?? 0;
+      setErrors({ fields: {} });
+      setPreview(
+        props.kind === 'audience'
+          ? `${count(n)} user${n === 1 ? '' : 's'} would be members now.`
+          : `${count(n)} user${n === 1 ? '' : 's'} would hold a count now.`,
+      );
+    } catch (error) {
+      setErrors(placeError(error, fields));
+    } finally {
       setBusy(false);
     }
   };
@@ -229,7 +253,11 @@ function FormBody(props: { kind: AudienceKind; before: Audience | undefined; des
             </>
           )}
         </fieldset>
+        {preview && <StatusNotice>{preview}</StatusNotice>}
         <div class="actions">
+          <button type="button" disabled={busy} onClick={() => void previewCount()}>
+            {props.kind === 'audience' ? 'Preview members' : 'Preview profiles'}
+          </button>
           <button type="submit" class="primary" disabled={busy}>
             {before ? `Save ${k.noun}` : `Create ${k.noun}`}
           </button>
