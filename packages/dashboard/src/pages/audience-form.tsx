@@ -6,6 +6,7 @@ import type { Audience, AudienceKind, AudienceRule } from '../lib/records.js';
 import { href, navigate } from '../lib/router.js';
 import type { Destination, Source } from '../lib/types.js';
 import { useApi } from '../lib/use-api.js';
+import { parseEquals, showEquals } from '../lib/rule-values.js';
 import { Field } from '../components/field.js';
 import { placeError, type FormErrors } from '../components/form-errors.js';
 import { ErrorNotice, Loading, StatusNotice } from '../components/notice.js';
@@ -49,29 +50,6 @@ export function AudienceForm(props: { kind: AudienceKind; id?: string }) {
   if (failed !== undefined) return <ErrorNotice error={failed} />;
   if ((props.id !== undefined && !existing.data) || !destinations.data || !sources.data) return <Loading />;
   return <FormBody kind={props.kind} before={existing.data} destinations={destinations.data.destinations} sources={sources.data.sources} />;
-}
-
-/** An `equals` value as typed: a number, true, false or null are read as such, "quoted" text as text, anything else as text. */
-export function parseEquals(text: string): unknown {
-  const t = text.trim();
-  if (t === 'true') return true;
-  if (t === 'false') return false;
-  if (t === 'null') return null;
-  if (t !== '' && /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/.test(t)) return Number(t);
-  if (t.length >= 2 && t.startsWith('"') && t.endsWith('"')) {
-    try {
-      return JSON.parse(t) as unknown;
-    } catch {
-      return t.slice(1, -1);
-    }
-  }
-  return text;
-}
-
-/** The inverse of {@link parseEquals}: text that looks like another type is quoted. */
-export function showEquals(value: unknown): string {
-  if (typeof value === 'string') return parseEquals(value) === value ? value : JSON.stringify(value);
-  return JSON.stringify(value);
 }
 
 function draftOf(kind: AudienceKind, rule: AudienceRule | undefined): RuleDraft {

@@ -11,6 +11,7 @@ import { Field } from '../components/field.js';
 import { ErrorNotice, Loading, StatusNotice } from '../components/notice.js';
 import { Pager, useCursor } from '../components/pager.js';
 import { whatOf } from './deliveries.js';
+import { errorClassesOf } from '../lib/error-classes.js';
 
 const pageSize = 50;
 
@@ -31,15 +32,6 @@ interface Planned {
   body: Record<string, unknown>;
   what: string;
   wouldReplay: number;
-}
-
-/**
- * The class of a dead letter's last failure, read from its `lastError` as the server's
- * `errorClass` filter reads it (`url -> HTTP 503`, `url -> timeout: …`): each URL's part.
- */
-export function errorClassesOf(lastError: string | null): string[] {
-  if (!lastError) return [];
-  return [...lastError.matchAll(/-> (HTTP \d+|[a-z_]+)/g)].map((m) => (m[1]!.startsWith('HTTP') ? 'http' : m[1]!));
 }
 
 /**
