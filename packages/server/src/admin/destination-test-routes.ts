@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { WebhookSender } from '../destinations/http/sender.js';
-import { defaultTestEventName, sendTestCall } from '../destinations/test-call.js';
+import { defaultTestEventName, sendTestCall } from './destination-test-call.js';
 import { FerryError } from '../errors/error-codes.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { Clock } from '../util/clock.js';
@@ -23,7 +23,7 @@ const maxEventNameLength = 200;
 /**
  * `POST /destinations/{id}/test` (`admin` tokens): sends one synthetic `track` call to the
  * destination now, enabled or not, and answers `{"ok","attempts"}`, one attempt per URL
- * (see `destinations/test-call.ts`). Optional body `{"event"}`. Nothing is queued or stored;
+ * (see `admin/destination-test-call.ts`). Optional body `{"event"}`. Nothing is queued or stored;
  * the request is audited as `destination.test` like any other POST.
  */
 export async function destinationTestRoutes(app: FastifyInstance, deps: DestinationTestDeps): Promise<void> {

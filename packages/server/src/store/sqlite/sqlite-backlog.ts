@@ -39,7 +39,10 @@ export class SqliteBacklog implements BacklogReads {
   }
 
   private oldestPendingCreatedAt(destinationId: string): number | null {
-    const row = this.oldestSql.get(this.counts.oldestFrom(destinationId), destinationId);
+    const from = this.counts.oldestFrom(destinationId);
+    // Counted pending but none found past the bound: a bound too high would hide the job for
+    // good, so look again from the first (it cannot happen while every write lowers the bound).
+    const row = this.oldestSql.get(from, destinationId) ?? (from > 0 ? this.oldestSql.get(0, destinationId) : undefined);
     if (row === undefined) return null;
     this.counts.foundOldest(destinationId, row.id);
     return row.c;

@@ -7,8 +7,8 @@ import { routeTargetOf } from '../routing/route-target.js';
 import type { ClaimedDelivery } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
 import { redactUrl } from '../util/redact.js';
-import type { WebhookSender } from './http/sender.js';
-import type { DestinationRegistry } from './registry.js';
+import type { WebhookSender } from '../destinations/http/sender.js';
+import type { DestinationRegistry } from '../destinations/registry.js';
 
 /** The event name of a test call when the caller names none. */
 export const defaultTestEventName = 'Ferry Test Event';
