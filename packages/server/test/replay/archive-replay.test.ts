@@ -103,6 +103,14 @@ async function setUp(backend: (typeof backends)[number], onAfter: (fn: () => Pro
 
 const job = async (t: TestFerry, id: string) => (await t.admin('GET', `/replay-jobs/${id}`)).json;
 
+/** Makes and stores a pending deletion request's plan, and stops before its purge deletes anything (the request stays pending). */
+async function planOnly(t: TestFerry, id: string): Promise<void> {
+  const stopped = new AbortController();
+  stopped.abort();
+  const reg = await t.ferry.store.executeRegulation({ id, nowMs: 0, noticesFor: () => [], signal: stopped.signal });
+  assert.equal(reg.status, 'pending');
+}
+
 for (const backend of backends) {
   describe(`replay from the archive on ${backend.name}`, () => {
     test('a destination added later gets the stored events of the range once, with their messageIds, filter and field removal applied; a deleted user gets nothing', async (ctx) => {
@@ -113,6 +121,7 @@ for (const backend of backends) {
       assert.equal((await t.send('/v1/batch', { batch: [track(7)] })).status, 200, 'after the range');
       // A deletion request stored and not yet carried out: its user's events are being deleted.
       await t.ferry.store.createRegulation({ id: 'reg_pending', userIds: ['gone', 'anon-of-gone'], sourceIds: null, nowMs: clock.now() });
+      await planOnly(t, 'reg_pending');
 
       const late = webhooksDestination('late', [receiver.url], { filter: { drop: { event: 'Noise' } }, removeFields: ['properties.email'] });
       assert.equal((await t.admin('POST', '/destinations', late)).status, 201);
@@ -149,6 +158,37 @@ for (const backend of backends) {
       assert.deepEqual([(await job(t, second.id)).replayed, (await job(t, second.id)).skipped], [0, 3], 'k6 again, and the events of the user being deleted');
       await t.idle();
       assert.equal(receiver.requests.length, 3);
+    });
+
+    test('while a pending deletion request in scope has no plan, the job waits: the anonymous events of its user before an identify are never sent', async (ctx) => {
+      const { t, clock, receiver } = await setUp(backend, (fn) => ctx.after(fn));
+      const batch = [
+        { type: 'track', anonymousId: 'anon-1', event: 'E', properties: {}, messageId: 'before-identify' },
+        { type: 'identify', userId: 'gone', anonymousId: 'anon-1', traits: {}, messageId: 'identify' },
+        track(3),
+      ];
+      assert.equal((await t.send('/v1/batch', { batch })).status, 200);
+      await t.ferry.store.createRegulation({ id: 'reg_unplanned', userIds: ['gone'], sourceIds: ['app'], nowMs: clock.now() });
+      assert.equal((await t.admin('POST', '/destinations', webhooksDestination('late', [receiver.url]))).status, 201);
+      const id = (await t.admin('POST', '/replays', { destinationId: 'late', since: isoAt(T0) })).json.job.id;
+      for (let i = 0; i < 3; i++) {
+        clock.advance(pollMs);
+        const held = await t.ferry.store.archiveReplayBatch({ id, limit: 2, nowMs: clock.now(), backlogLimit: 2, render: () => 'unused' });
+        assert.deepEqual([held.held, held.job?.replayed, held.job?.skipped], [true, 0, 0]);
+      }
+      await planOnly(t, 'reg_unplanned');
+      await eventually(async () => {
+        await t.idle();
+        clock.advance(pollMs);
+        return (await job(t, id)).status === 'done';
+      }, 'the job to end once the plan is made');
+      await t.idle();
+      assert.deepEqual(
+        receiver.requests.map((r) => r.json.messageId),
+        ['k3'],
+        'the anonymous event linked by the plan is left out',
+      );
+      assert.deepEqual([(await job(t, id)).replayed, (await job(t, id)).skipped], [1, 2]);
     });
 
     test('a job stopped between batches is carried on by the next start, each event sent once', async (ctx) => {

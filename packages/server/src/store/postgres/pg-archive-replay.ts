@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { deletionScreen, screenedIdentities, type PendingRegulationRow } from '../deletion-screen.js';
+import { deletionScreen, screenedIdentities, unplannedInScope, type PendingRegulationRow } from '../deletion-screen.js';
 import type { ArchiveBatchArgs, ArchiveCountArgs, ArchiveFilter } from '../replay-jobs-store.js';
 import type { ReplayJobRow } from '../rows.js';
 import { queued } from './pg-delivery-rows.js';
@@ -39,6 +39,7 @@ export async function archiveStep(client: pg.PoolClient, row: ReplayJobRow, args
   if ((await pendingUpTo(client, filter.destinationId, args.backlogLimit)) >= args.backlogLimit)
     return { held: true, queued: 0, skipped: 0, last: null, done: false };
   const pending = await client.query<PendingRegulationRow>(`SELECT user_ids, source_ids, plan FROM regulations WHERE status = 'pending'`);
+  if (unplannedInScope(pending.rows, filter.sourceIds)) return { held: true, queued: 0, skipped: 0, last: null, done: false };
   // A key-share lock on each event read: a deletion request's purge, which locks the events it
   // deletes FOR UPDATE before it reads their deliveries, waits for this batch and then deletes
   // its deliveries too; an event the purge holds is waited for, and skipped once it is gone.

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { deletionScreen, screenedIdentities, type PendingRegulationRow } from '../deletion-screen.js';
+import { deletionScreen, screenedIdentities, unplannedInScope, type PendingRegulationRow } from '../deletion-screen.js';
 import type { ArchiveBatchArgs, ArchiveCountArgs, ArchiveFilter, ArchivedEvent } from '../replay-jobs-store.js';
 import type { ReplayJobRow } from '../rows.js';
 import type { SqliteDeliveryRows } from './sqlite-delivery-rows.js';
@@ -36,6 +36,8 @@ export function pendingUpTo(db: Database.Database, destinationId: string, limit:
 export function archiveStep(db: Database.Database, deliveries: SqliteDeliveryRows, row: ReplayJobRow, args: ArchiveBatchArgs): ArchiveStep {
   const filter = JSON.parse(row.filter) as ArchiveFilter;
   if (pendingUpTo(db, filter.destinationId, args.backlogLimit) >= args.backlogLimit) return { held: true, queued: 0, skipped: 0, last: null, done: false };
+  const pending = db.prepare(`SELECT user_ids, source_ids, plan FROM regulations WHERE status = 'pending'`).all() as PendingRegulationRow[];
+  if (unplannedInScope(pending, filter.sourceIds)) return { held: true, queued: 0, skipped: 0, last: null, done: false };
   const events = db
     .prepare(
       `SELECT id, source_id, message_id, user_id, anonymous_id, received_at, json FROM events e
@@ -53,7 +55,7 @@ export function archiveStep(db: Database.Database, deliveries: SqliteDeliveryRow
       destination: filter.destinationId,
       limit: args.limit,
     }) as EventRow[];
-  const screened = deletionScreen(db.prepare(`SELECT user_ids, source_ids, plan FROM regulations WHERE status = 'pending'`).all() as PendingRegulationRow[]);
+  const screened = deletionScreen(pending);
   let queued = 0;
   deliveries.batch(() => {
     for (const e of events) {
