@@ -30,14 +30,31 @@ export interface ArchiveJobDeps {
  * call's `integrations`), or null when there is none (the source is no longer connected to it)
  * or the call does not pass.
  */
-export function archiveRenderer(catalog: Catalog, destinationId: string): (event: ArchivedEvent) => string | null {
+export function archiveRenderer(catalog: Catalog, destinationId: string, logger?: Logger): (event: ArchivedEvent) => string | null {
   return (event) => {
     const target = catalog.routesOf(event.sourceId).find((t) => t.destination.id === destinationId);
     if (target === undefined) return null;
-    const message = JSON.parse(event.json) as NormalizedMessage;
-    return routeMessage(message, [target], catalog.types)[0]?.body ?? null;
+    // One event that cannot be rendered (stored JSON that does not parse, a renderer that
+    // throws on it) is left out and counted skipped: it must not fail the job for the rest.
+    try {
+      const message = JSON.parse(event.json) as NormalizedMessage;
+      return routeMessage(message, [target], catalog.types)[0]?.body ?? null;
+    } catch (err) {
+      logger?.warn({ err, eventId: event.id, destinationId }, 'archive replay left out an event it could not render');
+      return null;
+    }
   };
 }
+
+/** A catalogue reload that failed: the store behind it is read again at the next try. */
+class CatalogReloadError extends Error {
+  constructor(override readonly cause: unknown) {
+    super('the catalogue could not be reloaded');
+  }
+}
+
+/** The longest wait between two tries after transient errors, whatever `pollMs` is. */
+const maxBackoffMs = 60_000;
 
 /**
  * Carries one archive replay job on until it is over (done, cancelled, failed) or `signal`
@@ -45,7 +62,9 @@ export function archiveRenderer(catalog: Catalog, destinationId: string): (event
  * `pollMs` while the destination holds `batchSize` pending deliveries or more, or is disabled:
  * live deliveries go first and the replay fills what capacity is left. With a `ratePerSecond`,
  * after a batch that created n deliveries it waits n / rate seconds. `wake` ends a wait early
- * (a cancel). A deleted destination fails the job.
+ * (a cancel). A deleted destination fails the job. An unavailable store, or a catalogue that
+ * cannot be reloaded, is waited out (`pollMs`, doubled after each failure in a row, at most a
+ * minute); an event that cannot be rendered is skipped. Any other error rejects.
  */
 export async function runArchiveJob(deps: ArchiveJobDeps, id: string, signal: AbortSignal, wakeUp: (fn: () => void) => void): Promise<void> {
   const { store, catalog, clock, logger, pacing } = deps;
@@ -63,23 +82,54 @@ export async function runArchiveJob(deps: ArchiveJobDeps, id: string, signal: Ab
       signal.addEventListener('abort', done);
       wakeUp(done);
     });
+  const reload = async (): Promise<void> => {
+    try {
+      await catalog.reload();
+    } catch (err) {
+      throw new CatalogReloadError(err);
+    }
+  };
+  let failures = 0;
   for (;;) {
     if (signal.aborted) return;
+    let next: 'stop' | 'go';
+    try {
+      next = await step();
+      failures = 0;
+    } catch (err) {
+      // A store that is unavailable for a while (locked, restarting, a connection reset) or a
+      // catalogue that could not be read again is waited out, with a growing wait; anything
+      // else fails the job (the runner marks it failed).
+      if (!(err instanceof CatalogReloadError) && !store.isUnavailable(err)) throw err;
+      failures++;
+      const ms = Math.min(pacing.pollMs * 2 ** (failures - 1), Math.max(pacing.pollMs, maxBackoffMs));
+      logger.warn(
+        { err: err instanceof CatalogReloadError ? err.cause : err, replayJobId: id, retryInMs: ms },
+        'archive replay batch could not run; trying again',
+      );
+      await wait(ms);
+      continue;
+    }
+    if (next === 'stop') return;
+  }
+
+  /** One batch, or one wait: 'stop' once the job is over or gone. */
+  async function step(): Promise<'stop' | 'go'> {
     const job = await store.getReplayJob(id);
-    if (job === null || job.status !== 'running' || job.kind !== 'archive') return;
+    if (job === null || job.status !== 'running' || job.kind !== 'archive') return 'stop';
     const filter: ArchiveFilter = job.filter;
     // Another node may have created the destination since this node's catalogue was loaded:
     // it is read again before the job is failed for a destination that is gone.
-    if (catalog.destination(filter.destinationId) === undefined) await catalog.reload();
+    if (catalog.destination(filter.destinationId) === undefined) await reload();
     const destination = catalog.destination(filter.destinationId);
     if (destination === undefined) {
       await store.failReplayJob(id, `destination ${filter.destinationId} was deleted`, clock.now());
       logger.warn({ replayJobId: id, destinationId: filter.destinationId }, 'archive replay job failed: its destination was deleted');
-      return;
+      return 'stop';
     }
     if (!catalog.enabledDestinations().some((d) => d.id === destination.id)) {
       await wait(pacing.pollMs);
-      continue;
+      return 'go';
     }
     const rate = filter.ratePerSecond;
     const limit = rate === undefined ? pacing.batchSize : Math.max(1, Math.min(pacing.batchSize, Math.floor(rate)));
@@ -88,20 +138,21 @@ export async function runArchiveJob(deps: ArchiveJobDeps, id: string, signal: Ab
       limit,
       nowMs: clock.now(),
       backlogLimit: pacing.batchSize,
-      render: archiveRenderer(catalog, destination.id),
+      render: archiveRenderer(catalog, destination.id, logger),
     });
     if (result.queued > 0) deps.onQueued?.();
     if (result.held) {
       await wait(pacing.pollMs);
-      continue;
+      return 'go';
     }
     const after = result.job;
     if (after === null || after.status !== 'running') {
       if (after?.status === 'done')
         logger.info({ replayJobId: id, replayed: after.replayed, skipped: after.skipped, total: after.total }, 'archive replay job done');
-      return;
+      return 'stop';
     }
     if (rate !== undefined && result.queued > 0) await wait((result.queued * 1000) / rate);
     else await new Promise<void>((resolve) => setImmediate(resolve));
+    return 'go';
   }
 }

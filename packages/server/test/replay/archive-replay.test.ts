@@ -79,7 +79,12 @@ interface Setup {
 }
 
 /** A server on the backend with no worker running (driven by `t.idle()`), archive batches of 2, and a receiver. */
-async function setUp(backend: (typeof backends)[number], onAfter: (fn: () => Promise<void>) => void, destinations: unknown[] = []): Promise<Setup> {
+async function setUp(
+  backend: (typeof backends)[number],
+  onAfter: (fn: () => Promise<void>) => void,
+  destinations: unknown[] = [],
+  wrap: (store: Store) => Store = (store) => store,
+): Promise<Setup> {
   const cleanup = cleanupStack();
   onAfter(() => cleanup.run());
   const clock = new ManualClock(T0);
@@ -89,7 +94,7 @@ async function setUp(backend: (typeof backends)[number], onAfter: (fn: () => Pro
   const t = await startFerry(testConfig(destinations), {
     clock,
     deliver: false,
-    store: await open(),
+    store: wrap(await open()),
     replay: { inlineLimit: 2, batchSize: 2, archiveBatchSize: 2, archivePollMs: pollMs },
   });
   let stopped = false;
@@ -189,6 +194,41 @@ for (const backend of backends) {
         'the anonymous event linked by the plan is left out',
       );
       assert.deepEqual([(await job(t, id)).replayed, (await job(t, id)).skipped], [1, 2]);
+    });
+
+    test('a store unavailable for a while is waited out, and an event that cannot be rendered is skipped: neither fails the job', async (ctx) => {
+      let failuresLeft = 2;
+      // The real store, whose batches fail twice as an unavailable database does, and which
+      // hands the renderer k2 as stored JSON that does not parse.
+      const flaky = (store: Store): Store =>
+        new Proxy(store, {
+          get(target, prop, receiver) {
+            if (prop !== 'archiveReplayBatch') return Reflect.get(target, prop, receiver);
+            return async (args: Parameters<Store['archiveReplayBatch']>[0]) => {
+              if (failuresLeft > 0) {
+                failuresLeft--;
+                throw Object.assign(new Error('unavailable'), { code: backend.name === 'sqlite' ? 'SQLITE_BUSY' : 'ECONNRESET' });
+              }
+              return target.archiveReplayBatch({ ...args, render: (e) => args.render(e.messageId === 'k2' ? { ...e, json: '{not json' } : e) });
+            };
+          },
+        });
+      const { t, clock, receiver } = await setUp(backend, (fn) => ctx.after(fn), [], flaky);
+      assert.equal((await t.send('/v1/batch', { batch: [1, 2, 3].map((n) => track(n)) })).status, 200);
+      assert.equal((await t.admin('POST', '/destinations', webhooksDestination('late', [receiver.url]))).status, 201);
+      const id = (await t.admin('POST', '/replays', { destinationId: 'late', since: isoAt(T0) })).json.job.id;
+      await eventually(async () => {
+        await t.idle();
+        clock.advance(pollMs);
+        const status = (await job(t, id)).status;
+        assert.notEqual(status, 'failed');
+        return status === 'done';
+      }, 'the job to end');
+      await t.idle();
+      assert.equal(failuresLeft, 0);
+      const ended = await job(t, id);
+      assert.deepEqual([ended.replayed, ended.skipped], [2, 1]);
+      assert.deepEqual(receiver.requests.map((r) => r.json.messageId).sort(), ['k1', 'k3']);
     });
 
     test('a job stopped between batches is carried on by the next start, each event sent once', async (ctx) => {
