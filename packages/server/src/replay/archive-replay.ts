@@ -61,7 +61,8 @@ const maxBackoffMs = 60_000;
  * aborts (it stays running, carried on at the next start), a batch at a time. A batch waits
  * `pollMs` while the destination holds `batchSize` pending deliveries or more, or is disabled:
  * live deliveries go first and the replay fills what capacity is left. With a `ratePerSecond`,
- * after a batch that created n deliveries it waits n / rate seconds. `wake` ends a wait early
+ * after a batch that created n deliveries the job waits n / rate seconds, a time kept on the job
+ * in the store so that the nodes running it share the rate. `wake` ends a wait early
  * (a cancel). A deleted destination fails the job. An unavailable store, or a catalogue that
  * cannot be reloaded, is waited out (`pollMs`, doubled after each failure in a row, at most a
  * minute); an event that cannot be rendered is skipped. Any other error rejects.
@@ -142,7 +143,8 @@ export async function runArchiveJob(deps: ArchiveJobDeps, id: string, signal: Ab
     });
     if (result.queued > 0) deps.onQueued?.();
     if (result.held) {
-      await wait(pacing.pollMs);
+      // Held by the job's rate (another node's batch may have set it): until then exactly.
+      await wait(result.nextBatchAtMs === null ? pacing.pollMs : Math.max(0, result.nextBatchAtMs - clock.now()));
       return 'go';
     }
     const after = result.job;
@@ -151,7 +153,7 @@ export async function runArchiveJob(deps: ArchiveJobDeps, id: string, signal: Ab
         logger.info({ replayJobId: id, replayed: after.replayed, skipped: after.skipped, total: after.total }, 'archive replay job done');
       return 'stop';
     }
-    if (rate !== undefined && result.queued > 0) await wait((result.queued * 1000) / rate);
+    if (result.nextBatchAtMs !== null && result.nextBatchAtMs > clock.now()) await wait(result.nextBatchAtMs - clock.now());
     else await new Promise<void>((resolve) => setImmediate(resolve));
     return 'go';
   }

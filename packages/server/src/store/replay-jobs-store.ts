@@ -67,7 +67,8 @@ export interface ArchiveBatchArgs {
   nowMs: number;
   /**
    * The batch waits (does nothing, `held: true`) while the destination has at least this many
-   * pending deliveries: live traffic goes first, the replay fills what capacity is left.
+   * pending deliveries: live traffic goes first, the replay fills what capacity is left. It
+   * waits too before the job's `nextBatchAtMs` (its rate, kept on the job for every node).
    */
   backlogLimit: number;
   /** The body the destination gets for an event, or null when its filter or `integrations` drop it. Pure. */
@@ -82,6 +83,12 @@ export interface ArchiveBatchResult {
   held: boolean;
   /** Deliveries this batch created. */
   queued: number;
+  /**
+   * A job with a `ratePerSecond`: the time before which no batch runs, on any node (after a
+   * batch that made n deliveries, n / rate seconds later). A batch asked earlier is held. Null
+   * when the job has no rate or is not paced now.
+   */
+  nextBatchAtMs: number | null;
 }
 
 /** Which events an archive replay (or its dry run) counts. */

@@ -388,6 +388,29 @@ for (const backend of backends) {
         assert.equal(sent.length, 9);
       });
 
+    if (backend.name === 'postgres')
+      test('ratePerSecond holds for the cluster: a second node asking for a batch before n / rate seconds is held', async (ctx) => {
+        const { t, clock, open, cleanup } = await setUp(backend, (fn) => ctx.after(fn));
+        const other = await open();
+        cleanup.add(() => other.close());
+        assert.equal((await t.send('/v1/batch', { batch: [1, 2, 3].map((n) => track(n)) })).status, 200);
+        assert.equal((await t.admin('POST', '/destinations', webhooksDestination('late', ['http://127.0.0.1:9/x']))).status, 201);
+        // Batches are asked for by hand, by each node, as their runners would.
+        await t.ferry.replayJobs.stop();
+        const id = (await t.admin('POST', '/replays', { destinationId: 'late', since: isoAt(T0), ratePerSecond: 1 })).json.job.id;
+        const ask = (store: Store) => store.archiveReplayBatch({ id, limit: 1, nowMs: clock.now(), backlogLimit: 100, render: (e) => e.json });
+        const first = await ask(t.ferry.store);
+        assert.deepEqual([first.held, first.queued, first.nextBatchAtMs], [false, 1, T0 + 1000]);
+        const early = await ask(other);
+        assert.deepEqual([early.held, early.queued, early.nextBatchAtMs], [true, 0, T0 + 1000], 'the other node waits for the same second');
+        clock.advance(999);
+        assert.equal((await ask(t.ferry.store)).held, true);
+        clock.advance(1);
+        const second = await ask(other);
+        assert.deepEqual([second.held, second.queued, second.job?.replayed], [false, 1, 2]);
+        assert.equal((await ask(t.ferry.store)).held, true, 'and the first node waits for the next second');
+      });
+
     test('backfill: a destination created with "backfill the last N days" gets them; backfill is not stored', async (ctx) => {
       const { t, clock, receiver } = await setUp(backend, (fn) => ctx.after(fn));
       clock.set(T0 - 3 * dayMs);
