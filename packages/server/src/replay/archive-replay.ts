@@ -3,6 +3,7 @@ import type { NormalizedMessage } from '../model/message.js';
 import type { Catalog } from '../routing/catalog.js';
 import { routeMessage } from '../routing/route.js';
 import type { ArchivedEvent, ArchiveFilter, Store } from '../store/store.js';
+import { unrouted } from '../store/replay-jobs-store.js';
 import { timersOf, type Clock } from '../util/clock.js';
 
 /** How an archive replay is paced. */
@@ -27,13 +28,22 @@ export interface ArchiveJobDeps {
 /**
  * The body an event's destination gets, as ingestion would have routed it now: through the
  * route from the event's source to the destination (its filter, its field removals, the
- * call's `integrations`), or null when there is none (the source is no longer connected to it)
- * or the call does not pass.
+ * call's `integrations`), or null when the call does not pass. `unrouted` when this node's
+ * catalogue has no such route (the destination was disabled meanwhile, the source is not yet
+ * seen here): the batch is held, and `onUnrouted` called, rather than the event skipped.
  */
-export function archiveRenderer(catalog: Catalog, destinationId: string, logger?: Logger): (event: ArchivedEvent) => string | null {
+export function archiveRenderer(
+  catalog: Catalog,
+  destinationId: string,
+  logger?: Logger,
+  onUnrouted?: () => void,
+): (event: ArchivedEvent) => string | null | typeof unrouted {
   return (event) => {
     const target = catalog.routesOf(event.sourceId).find((t) => t.destination.id === destinationId);
-    if (target === undefined) return null;
+    if (target === undefined) {
+      onUnrouted?.();
+      return unrouted;
+    }
     // One event that cannot be rendered (stored JSON that does not parse, a renderer that
     // throws on it) is left out and counted skipped: it must not fail the job for the rest.
     try {
@@ -134,14 +144,23 @@ export async function runArchiveJob(deps: ArchiveJobDeps, id: string, signal: Ab
     }
     const rate = filter.ratePerSecond;
     const limit = rate === undefined ? pacing.batchSize : Math.max(1, Math.min(pacing.batchSize, Math.floor(rate)));
+    let sawUnrouted = false;
     const result = await store.archiveReplayBatch({
       id,
       limit,
       nowMs: clock.now(),
       backlogLimit: pacing.batchSize,
-      render: archiveRenderer(catalog, destination.id, logger),
+      render: archiveRenderer(catalog, destination.id, logger, () => (sawUnrouted = true)),
     });
     if (result.queued > 0) deps.onQueued?.();
+    if (result.held && sawUnrouted) {
+      // This node's catalogue may be behind (a source or route added on another node, a
+      // destination disabled): read it again, and try after the poll; the job pauses while
+      // the route is missing, as it does while its destination is disabled.
+      await reload();
+      await wait(pacing.pollMs);
+      return 'go';
+    }
     if (result.held) {
       // Held by the job's rate (another node's batch may have set it): until then exactly.
       await wait(result.nextBatchAtMs === null ? pacing.pollMs : Math.max(0, result.nextBatchAtMs - clock.now()));

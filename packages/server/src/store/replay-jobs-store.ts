@@ -59,6 +59,9 @@ export interface ArchivedEvent {
   json: string;
 }
 
+/** What an archive renderer answers for an event it has no route for: the batch is held, not the event skipped. */
+export const unrouted: unique symbol = Symbol('unrouted');
+
 /** What one batch of an archive replay job is given. */
 export interface ArchiveBatchArgs {
   id: string;
@@ -71,8 +74,13 @@ export interface ArchiveBatchArgs {
    * waits too before the job's `nextBatchAtMs` (its rate, kept on the job for every node).
    */
   backlogLimit: number;
-  /** The body the destination gets for an event, or null when its filter or `integrations` drop it. Pure. */
-  render: (event: ArchivedEvent) => string | null;
+  /**
+   * The body the destination gets for an event, or null when its filter or `integrations` drop
+   * it (counted skipped), or `unrouted` when this node knows no route from the event's source
+   * to the destination (the destination was disabled meanwhile, or the source is not yet seen):
+   * then the whole batch is held, nothing done, and the cursor stays. Pure.
+   */
+  render: (event: ArchivedEvent) => string | null | typeof unrouted;
 }
 
 /** What an archive batch did. */

@@ -12,6 +12,7 @@ import { after, describe, test } from 'node:test';
 import { PgStore } from '../../src/store/postgres/pg-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../../src/store/store.js';
+import { unrouted } from '../../src/store/replay-jobs-store.js';
 import { ManualClock } from '../../src/util/clock.js';
 import { startFerry, testConfig, webhooksDestination, type TestFerry } from '../helpers/ferry.js';
 import { freshSchema, stopPostgres } from '../helpers/postgres.js';
@@ -230,6 +231,42 @@ for (const backend of backends) {
       assert.deepEqual([ended.replayed, ended.skipped], [2, 1]);
       assert.deepEqual(receiver.requests.map((r) => r.json.messageId).sort(), ['k1', 'k3']);
     });
+
+    test('an event this node has no route for holds the batch, nothing done and the cursor kept; it is not skipped', async (ctx) => {
+      const { t, clock } = await setUp(backend, (fn) => ctx.after(fn));
+      assert.equal((await t.send('/v1/batch', { batch: [1, 2, 3].map((n) => track(n)) })).status, 200);
+      assert.equal((await t.admin('POST', '/destinations', webhooksDestination('late', ['http://127.0.0.1:9/x']))).status, 201);
+      await t.ferry.replayJobs.stop();
+      const id = (await t.admin('POST', '/replays', { destinationId: 'late', since: isoAt(T0) })).json.job.id;
+      const ask = (render: Parameters<Store['archiveReplayBatch']>[0]['render']) =>
+        t.ferry.store.archiveReplayBatch({ id, limit: 3, nowMs: clock.now(), backlogLimit: 100, render });
+      const held = await ask((e) => (e.messageId === 'k2' ? unrouted : e.json));
+      assert.deepEqual([held.held, held.queued, held.job?.replayed, held.job?.skipped], [true, 0, 0, 0]);
+      const next = await ask((e) => e.json);
+      assert.deepEqual([next.held, next.queued, next.job?.replayed, next.job?.skipped], [false, 3, 3, 0], 'the same events, from the same cursor');
+    });
+
+    if (backend.name === 'postgres')
+      test('a node whose catalogue does not know a route yet reads it again and sends, rather than skipping', async (ctx) => {
+        const { t, clock, receiver, open, cleanup } = await setUp(backend, (fn) => ctx.after(fn));
+        assert.equal((await t.admin('POST', '/destinations', webhooksDestination('late', [receiver.url]))).status, 201);
+        const other = await startFerry(testConfig([]), { clock, deliver: false, store: await open(), replay: { archiveBatchSize: 2, archivePollMs: pollMs } });
+        cleanup.add(() => other.stop());
+        assert.equal((await t.send('/v1/batch', { batch: [track(1)] }, { writeKey: 'other-write-key' })).status, 200, 'not routed to late yet');
+        // Routed from `other` too, on the first node only: the second node's catalogue is behind.
+        const routed = await t.admin('PUT', '/destinations/late', webhooksDestination('late', [receiver.url], { sources: ['app', 'other'] }));
+        assert.equal(routed.status, 200, JSON.stringify(routed.json));
+        await t.ferry.replayJobs.stop();
+        const id = (await t.admin('POST', '/replays', { destinationId: 'late', since: isoAt(T0), sourceIds: ['other'] })).json.job.id;
+        await other.ferry.replayJobs.resumeRunning();
+        await eventually(async () => {
+          await Promise.all([t.idle(), other.idle()]);
+          clock.advance(pollMs);
+          return (await job(other, id)).status === 'done';
+        }, 'the job to end on the second node');
+        const ended = await job(other, id);
+        assert.deepEqual([ended.replayed, ended.skipped], [1, 0]);
+      });
 
     test('a job stopped between batches is carried on by the next start, each event sent once', async (ctx) => {
       const { t, clock, receiver, open, cleanup, stop } = await setUp(backend, (fn) => ctx.after(fn));

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { deletionScreen, screenedIdentities, unplannedInScope, type PendingRegulationRow } from '../deletion-screen.js';
-import type { ArchiveBatchArgs, ArchiveCountArgs, ArchiveFilter } from '../replay-jobs-store.js';
+import { unrouted, type ArchiveBatchArgs, type ArchiveCountArgs, type ArchiveFilter } from '../replay-jobs-store.js';
 import type { ReplayJobRow } from '../rows.js';
 import { queued } from './pg-delivery-rows.js';
 
@@ -55,6 +55,7 @@ export async function archiveStep(client: pg.PoolClient, row: ReplayJobRow, args
   for (const e of events) {
     const event = { id: Number(e.id), sourceId: e.source_id, messageId: e.message_id, userId: e.user_id, anonymousId: e.anonymous_id, json: e.json };
     const body = screened(event) ? null : args.render(event);
+    if (body === unrouted) return { held: true, queued: 0, skipped: 0, last: null, done: false };
     if (body !== null) picked.push({ event: e, body });
   }
   if (picked.length > 0)

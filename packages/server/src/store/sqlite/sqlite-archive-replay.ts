@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { deletionScreen, screenedIdentities, unplannedInScope, type PendingRegulationRow } from '../deletion-screen.js';
-import type { ArchiveBatchArgs, ArchiveCountArgs, ArchiveFilter, ArchivedEvent } from '../replay-jobs-store.js';
+import { unrouted, type ArchiveBatchArgs, type ArchiveCountArgs, type ArchiveFilter, type ArchivedEvent } from '../replay-jobs-store.js';
 import type { ReplayJobRow } from '../rows.js';
 import type { SqliteDeliveryRows } from './sqlite-delivery-rows.js';
 
@@ -56,15 +56,17 @@ export function archiveStep(db: Database.Database, deliveries: SqliteDeliveryRow
       limit: args.limit,
     }) as EventRow[];
   const screened = deletionScreen(pending);
-  let queued = 0;
+  const picked: { event: EventRow; body: string }[] = [];
+  for (const e of events) {
+    const event = toArchived(e);
+    const body = screened(event) ? null : args.render(event);
+    if (body === unrouted) return { held: true, queued: 0, skipped: 0, last: null, done: false };
+    if (body !== null) picked.push({ event: e, body });
+  }
+  const queued = picked.length;
   deliveries.batch(() => {
-    for (const e of events) {
-      const event = toArchived(e);
-      const body = screened(event) ? null : args.render(event);
-      if (body === null) continue;
+    for (const { event: e, body } of picked)
       deliveries.insert(filter.destinationId, e.source_id, e.id, 'event', e.message_id, e.user_id, body, args.nowMs, args.nowMs);
-      queued++;
-    }
   });
   const lastRow = events.at(-1);
   return {
