@@ -161,7 +161,11 @@ for (const backend of backends) {
       assert.equal(again.json.wouldReplay, 1);
       const second = (await t.admin('POST', '/replays', range)).json.job;
       await eventually(async () => (await job(t, second.id)).status === 'done', 'the second job to end');
-      assert.deepEqual([(await job(t, second.id)).replayed, (await job(t, second.id)).skipped], [0, 3], 'k6 again, and the events of the user being deleted');
+      assert.deepEqual(
+        [(await job(t, second.id)).replayed, (await job(t, second.id)).skipped],
+        [0, 6],
+        'k1, k2 and k5 already had, k6 again, and the events of the user being deleted',
+      );
       await t.idle();
       assert.equal(receiver.requests.length, 3);
     });
@@ -267,6 +271,32 @@ for (const backend of backends) {
         const ended = await job(other, id);
         assert.deepEqual([ended.replayed, ended.skipped], [1, 0]);
       });
+
+    test('a range already sent is walked a batch at a time: each batch reads at most its limit of events and counts those already had as skipped', async (ctx) => {
+      const { t, clock, receiver } = await setUp(backend, (fn) => ctx.after(fn));
+      assert.equal((await t.send('/v1/batch', { batch: [1, 2, 3, 4, 5].map((n) => track(n)) })).status, 200);
+      assert.equal((await t.admin('POST', '/destinations', webhooksDestination('late', [receiver.url]))).status, 201);
+      const range = { destinationId: 'late', since: isoAt(T0) };
+      const first = (await t.admin('POST', '/replays', range)).json.job.id;
+      await eventually(async () => {
+        await t.idle();
+        clock.advance(pollMs);
+        return (await job(t, first)).status === 'done';
+      }, 'the first job to end');
+      await t.ferry.replayJobs.stop();
+      const again = (await t.admin('POST', '/replays', range)).json.job.id;
+      const ask = () => t.ferry.store.archiveReplayBatch({ id: again, limit: 2, nowMs: clock.now(), backlogLimit: 100, render: (e) => e.json });
+      const steps = [];
+      for (let i = 0; i < 3; i++) {
+        const step = await ask();
+        steps.push([step.queued, step.job?.skipped, step.job?.status]);
+      }
+      assert.deepEqual(steps, [
+        [0, 2, 'running'],
+        [0, 4, 'running'],
+        [0, 5, 'done'],
+      ]);
+    });
 
     test('a job stopped between batches is carried on by the next start, each event sent once', async (ctx) => {
       const { t, clock, receiver, open, cleanup, stop } = await setUp(backend, (fn) => ctx.after(fn));

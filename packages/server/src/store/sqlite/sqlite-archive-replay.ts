@@ -43,7 +43,6 @@ export function archiveStep(db: Database.Database, deliveries: SqliteDeliveryRow
       `SELECT id, source_id, message_id, user_id, anonymous_id, received_at, json FROM events e
        WHERE source_id IN (SELECT value FROM json_each(@sources)) AND received_at >= @since AND received_at < @until
          AND (received_at, id) > (@cursorAt, @cursorId)
-         AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND d.destination_id = @destination)
        ORDER BY received_at, id LIMIT @limit`,
     )
     .all({
@@ -52,12 +51,22 @@ export function archiveStep(db: Database.Database, deliveries: SqliteDeliveryRow
       until: filter.untilMs,
       cursorAt: row.cursor_at ?? filter.sinceMs,
       cursorId: row.cursor,
-      destination: filter.destinationId,
       limit: args.limit,
     }) as EventRow[];
+  // The events the destination already has are looked up by id, not left out by the scan: a
+  // range sent before would otherwise be walked whole, in one write transaction, to find none.
+  const had = new Set(
+    db
+      .prepare<{ ids: string; destination: string }, number>(
+        `SELECT event_id FROM deliveries WHERE event_id IN (SELECT value FROM json_each(@ids)) AND destination_id = @destination`,
+      )
+      .pluck()
+      .all({ ids: JSON.stringify(events.map((e) => e.id)), destination: filter.destinationId }),
+  );
   const screened = deletionScreen(pending);
   const picked: { event: EventRow; body: string }[] = [];
   for (const e of events) {
+    if (had.has(e.id)) continue;
     const event = toArchived(e);
     const body = screened(event) ? null : args.render(event);
     if (body === unrouted) return { held: true, queued: 0, skipped: 0, last: null, done: false };
