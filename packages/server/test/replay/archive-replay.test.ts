@@ -511,6 +511,30 @@ for (const backend of backends) {
       assert.deepEqual(ids, ['late'], 'a refused backfill creates nothing');
     });
 
+    test('backfill: a destination created whose backfill cannot start is still created, answered 201 with backfillError', async (ctx) => {
+      let failNext = true;
+      const failing = (store: Store): Store =>
+        new Proxy(store, {
+          get(target, prop, receiver) {
+            if (prop !== 'createArchiveJob' || !failNext) return Reflect.get(target, prop, receiver);
+            return async () => {
+              failNext = false;
+              throw Object.assign(new Error('unavailable'), { code: backend.name === 'sqlite' ? 'SQLITE_BUSY' : 'ECONNRESET' });
+            };
+          },
+        });
+      const { t, receiver } = await setUp(backend, (fn) => ctx.after(fn), [], failing);
+      assert.equal((await t.send('/v1/batch', { batch: [track(1)] })).status, 200);
+      const created = await t.admin('POST', '/destinations', { ...webhooksDestination('late', [receiver.url]), backfill: { days: 1 } });
+      assert.equal(created.status, 201, JSON.stringify(created.json));
+      assert.equal(created.json.backfillJob, undefined);
+      assert.equal(created.json.backfillError.code, 'store_unavailable');
+      assert.equal(typeof created.json.backfillError.message, 'string');
+      assert.equal((await t.admin('GET', '/destinations/late')).status, 200);
+      const started = await t.admin('POST', '/replays', { destinationId: 'late', since: isoAt(T0 - dayMs) });
+      assert.equal(started.status, 202, 'the caller starts it itself');
+    });
+
     test('a malformed request is a 400 naming the field, an unknown id a 404, a disabled destination a 409', async (ctx) => {
       const { t } = await setUp(backend, (fn) => ctx.after(fn), [
         webhooksDestination('on', ['http://127.0.0.1:9/x']),
