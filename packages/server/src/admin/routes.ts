@@ -92,8 +92,15 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
     if (days !== undefined) refuseDisabled(catalog, destination);
     await catalog.putDestination(destination);
     if (days === undefined) return reply.code(201).send(redactDestination(destination));
-    const job = await startArchiveReplay({ store, jobs: deps.replay.jobs }, backfillFilter(destination, days, deps.clock.now()));
-    return reply.code(201).send({ ...redactDestination(destination), backfillJob: toReplayJobView(job) });
+    // The destination exists now: a backfill that could not start is told with it, not as an
+    // error that would hide it, and the caller can start the replay with `POST /replays`.
+    try {
+      const job = await startArchiveReplay({ store, jobs: deps.replay.jobs }, backfillFilter(destination, days, deps.clock.now()));
+      return reply.code(201).send({ ...redactDestination(destination), backfillJob: toReplayJobView(job) });
+    } catch (err) {
+      request.log.error({ err, destinationId: destination.id }, 'destination created, but its backfill could not start');
+      return reply.code(201).send({ ...redactDestination(destination), backfillError: backfillErrorOf(err, store) });
+    }
   });
   app.put<{ Params: { id: string } }>('/destinations/:id', async (request) => {
     const body = { ...(request.body as object), id: request.params.id };
@@ -147,4 +154,10 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** Why a backfill did not start, as an error body's code and message (an unexpected fault's own message is not shown). */
+function backfillErrorOf(err: unknown, store: Store): { code: string; message: string } {
+  const error = err instanceof FerryError ? err : store.isUnavailable(err) ? new FerryError('store_unavailable') : new FerryError('internal_error');
+  return { code: error.code, message: error.message };
 }

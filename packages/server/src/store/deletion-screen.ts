@@ -60,3 +60,17 @@ export function screenedIdentities(pending: readonly PendingRegulationRow[]): { 
   }
   return { userIds: [...userIds], anonymousIds: [...anonymousIds] };
 }
+
+/**
+ * Whether a pending request in the scope of `sourceIds` has no plan yet. Until its plan is made,
+ * the identities linked to its users (an anonymous id seen with them before an identify, an
+ * alias) are not known, so no screen can keep their events out: an archive batch waits instead.
+ */
+export function unplannedInScope(pending: readonly PendingRegulationRow[], sourceIds: readonly string[]): boolean {
+  return pending.some((row) => {
+    if (row.plan !== null) return false;
+    if (row.source_ids === null) return true;
+    const scope = JSON.parse(row.source_ids) as string[];
+    return scope.some((id) => sourceIds.includes(id));
+  });
+}

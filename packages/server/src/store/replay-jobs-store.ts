@@ -59,6 +59,9 @@ export interface ArchivedEvent {
   json: string;
 }
 
+/** What an archive renderer answers for an event it has no route for: the batch is held, not the event skipped. */
+export const unrouted: unique symbol = Symbol('unrouted');
+
 /** What one batch of an archive replay job is given. */
 export interface ArchiveBatchArgs {
   id: string;
@@ -67,11 +70,17 @@ export interface ArchiveBatchArgs {
   nowMs: number;
   /**
    * The batch waits (does nothing, `held: true`) while the destination has at least this many
-   * pending deliveries: live traffic goes first, the replay fills what capacity is left.
+   * pending deliveries: live traffic goes first, the replay fills what capacity is left. It
+   * waits too before the job's `nextBatchAtMs` (its rate, kept on the job for every node).
    */
   backlogLimit: number;
-  /** The body the destination gets for an event, or null when its filter or `integrations` drop it. Pure. */
-  render: (event: ArchivedEvent) => string | null;
+  /**
+   * The body the destination gets for an event, or null when its filter or `integrations` drop
+   * it (counted skipped), or `unrouted` when this node knows no route from the event's source
+   * to the destination (the destination was disabled meanwhile, or the source is not yet seen):
+   * then the whole batch is held, nothing done, and the cursor stays. Pure.
+   */
+  render: (event: ArchivedEvent) => string | null | typeof unrouted;
 }
 
 /** What an archive batch did. */
@@ -82,6 +91,12 @@ export interface ArchiveBatchResult {
   held: boolean;
   /** Deliveries this batch created. */
   queued: number;
+  /**
+   * A job with a `ratePerSecond`: the time before which no batch runs, on any node (after a
+   * batch that made n deliveries, n / rate seconds later). A batch asked earlier is held. Null
+   * when the job has no rate or is not paced now.
+   */
+  nextBatchAtMs: number | null;
 }
 
 /** Which events an archive replay (or its dry run) counts. */

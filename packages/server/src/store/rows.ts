@@ -112,6 +112,8 @@ export interface ReplayJobRow {
   skipped: number;
   cursor: number;
   cursor_at: number | null;
+  /** Archive jobs with a rate: no batch before this time (ms), on any node. */
+  next_batch_at: number | null;
   created_at: number;
   finished_at: number | null;
   error: string | null;

@@ -92,4 +92,17 @@ describe('ferry replay archive and ferry replay jobs', () => {
     assert.equal(unknown.code, 1);
     assert.match(unknown.output, /^ferry: not_found: /m);
   });
+
+  test('a bad --poll-ms exits 2 before any job is made, for the archive and for dead letters', async () => {
+    const before = (await t.admin('GET', '/replay-jobs')).json.jobs.length;
+    const [archive, deadLetters] = await inTurn([
+      () => cli(['replay', 'archive', '--destination', 'late', '--since', '1h', '--poll-ms', '5']),
+      () => cli(['replay', '--all', '--poll-ms', 'often']),
+    ]);
+    assert.equal(archive.code, 2, archive.output);
+    assert.match(archive.output, /--poll-ms/);
+    assert.equal(deadLetters.code, 2, deadLetters.output);
+    assert.match(deadLetters.output, /--poll-ms/);
+    assert.equal((await t.admin('GET', '/replay-jobs')).json.jobs.length, before, 'no job was made');
+  });
 });

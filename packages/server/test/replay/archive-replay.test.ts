@@ -12,6 +12,7 @@ import { after, describe, test } from 'node:test';
 import { PgStore } from '../../src/store/postgres/pg-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../../src/store/store.js';
+import { unrouted } from '../../src/store/replay-jobs-store.js';
 import { ManualClock } from '../../src/util/clock.js';
 import { startFerry, testConfig, webhooksDestination, type TestFerry } from '../helpers/ferry.js';
 import { freshSchema, stopPostgres } from '../helpers/postgres.js';
@@ -79,7 +80,12 @@ interface Setup {
 }
 
 /** A server on the backend with no worker running (driven by `t.idle()`), archive batches of 2, and a receiver. */
-async function setUp(backend: (typeof backends)[number], onAfter: (fn: () => Promise<void>) => void, destinations: unknown[] = []): Promise<Setup> {
+async function setUp(
+  backend: (typeof backends)[number],
+  onAfter: (fn: () => Promise<void>) => void,
+  destinations: unknown[] = [],
+  wrap: (store: Store) => Store = (store) => store,
+): Promise<Setup> {
   const cleanup = cleanupStack();
   onAfter(() => cleanup.run());
   const clock = new ManualClock(T0);
@@ -89,7 +95,7 @@ async function setUp(backend: (typeof backends)[number], onAfter: (fn: () => Pro
   const t = await startFerry(testConfig(destinations), {
     clock,
     deliver: false,
-    store: await open(),
+    store: wrap(await open()),
     replay: { inlineLimit: 2, batchSize: 2, archiveBatchSize: 2, archivePollMs: pollMs },
   });
   let stopped = false;
@@ -103,6 +109,14 @@ async function setUp(backend: (typeof backends)[number], onAfter: (fn: () => Pro
 
 const job = async (t: TestFerry, id: string) => (await t.admin('GET', `/replay-jobs/${id}`)).json;
 
+/** Makes and stores a pending deletion request's plan, and stops before its purge deletes anything (the request stays pending). */
+async function planOnly(t: TestFerry, id: string): Promise<void> {
+  const stopped = new AbortController();
+  stopped.abort();
+  const reg = await t.ferry.store.executeRegulation({ id, nowMs: 0, noticesFor: () => [], signal: stopped.signal });
+  assert.equal(reg.status, 'pending');
+}
+
 for (const backend of backends) {
   describe(`replay from the archive on ${backend.name}`, () => {
     test('a destination added later gets the stored events of the range once, with their messageIds, filter and field removal applied; a deleted user gets nothing', async (ctx) => {
@@ -113,6 +127,7 @@ for (const backend of backends) {
       assert.equal((await t.send('/v1/batch', { batch: [track(7)] })).status, 200, 'after the range');
       // A deletion request stored and not yet carried out: its user's events are being deleted.
       await t.ferry.store.createRegulation({ id: 'reg_pending', userIds: ['gone', 'anon-of-gone'], sourceIds: null, nowMs: clock.now() });
+      await planOnly(t, 'reg_pending');
 
       const late = webhooksDestination('late', [receiver.url], { filter: { drop: { event: 'Noise' } }, removeFields: ['properties.email'] });
       assert.equal((await t.admin('POST', '/destinations', late)).status, 201);
@@ -146,9 +161,141 @@ for (const backend of backends) {
       assert.equal(again.json.wouldReplay, 1);
       const second = (await t.admin('POST', '/replays', range)).json.job;
       await eventually(async () => (await job(t, second.id)).status === 'done', 'the second job to end');
-      assert.deepEqual([(await job(t, second.id)).replayed, (await job(t, second.id)).skipped], [0, 3], 'k6 again, and the events of the user being deleted');
+      assert.deepEqual(
+        [(await job(t, second.id)).replayed, (await job(t, second.id)).skipped],
+        [0, 6],
+        'k1, k2 and k5 already had, k6 again, and the events of the user being deleted',
+      );
       await t.idle();
       assert.equal(receiver.requests.length, 3);
+    });
+
+    test('while a pending deletion request in scope has no plan, the job waits: the anonymous events of its user before an identify are never sent', async (ctx) => {
+      const { t, clock, receiver } = await setUp(backend, (fn) => ctx.after(fn));
+      const batch = [
+        { type: 'track', anonymousId: 'anon-1', event: 'E', properties: {}, messageId: 'before-identify' },
+        { type: 'identify', userId: 'gone', anonymousId: 'anon-1', traits: {}, messageId: 'identify' },
+        track(3),
+      ];
+      assert.equal((await t.send('/v1/batch', { batch })).status, 200);
+      await t.ferry.store.createRegulation({ id: 'reg_unplanned', userIds: ['gone'], sourceIds: ['app'], nowMs: clock.now() });
+      assert.equal((await t.admin('POST', '/destinations', webhooksDestination('late', [receiver.url]))).status, 201);
+      const id = (await t.admin('POST', '/replays', { destinationId: 'late', since: isoAt(T0) })).json.job.id;
+      for (let i = 0; i < 3; i++) {
+        clock.advance(pollMs);
+        const held = await t.ferry.store.archiveReplayBatch({ id, limit: 2, nowMs: clock.now(), backlogLimit: 2, render: () => 'unused' });
+        assert.deepEqual([held.held, held.job?.replayed, held.job?.skipped], [true, 0, 0]);
+      }
+      await planOnly(t, 'reg_unplanned');
+      await eventually(async () => {
+        await t.idle();
+        clock.advance(pollMs);
+        return (await job(t, id)).status === 'done';
+      }, 'the job to end once the plan is made');
+      await t.idle();
+      assert.deepEqual(
+        receiver.requests.map((r) => r.json.messageId),
+        ['k3'],
+        'the anonymous event linked by the plan is left out',
+      );
+      assert.deepEqual([(await job(t, id)).replayed, (await job(t, id)).skipped], [1, 2]);
+    });
+
+    test('a store unavailable for a while is waited out, and an event that cannot be rendered is skipped: neither fails the job', async (ctx) => {
+      let failuresLeft = 2;
+      // The real store, whose batches fail twice as an unavailable database does, and which
+      // hands the renderer k2 as stored JSON that does not parse.
+      const flaky = (store: Store): Store =>
+        new Proxy(store, {
+          get(target, prop, receiver) {
+            if (prop !== 'archiveReplayBatch') return Reflect.get(target, prop, receiver);
+            return async (args: Parameters<Store['archiveReplayBatch']>[0]) => {
+              if (failuresLeft > 0) {
+                failuresLeft--;
+                throw Object.assign(new Error('unavailable'), { code: backend.name === 'sqlite' ? 'SQLITE_BUSY' : 'ECONNRESET' });
+              }
+              return target.archiveReplayBatch({ ...args, render: (e) => args.render(e.messageId === 'k2' ? { ...e, json: '{not json' } : e) });
+            };
+          },
+        });
+      const { t, clock, receiver } = await setUp(backend, (fn) => ctx.after(fn), [], flaky);
+      assert.equal((await t.send('/v1/batch', { batch: [1, 2, 3].map((n) => track(n)) })).status, 200);
+      assert.equal((await t.admin('POST', '/destinations', webhooksDestination('late', [receiver.url]))).status, 201);
+      const id = (await t.admin('POST', '/replays', { destinationId: 'late', since: isoAt(T0) })).json.job.id;
+      await eventually(async () => {
+        await t.idle();
+        clock.advance(pollMs);
+        const status = (await job(t, id)).status;
+        assert.notEqual(status, 'failed');
+        return status === 'done';
+      }, 'the job to end');
+      await t.idle();
+      assert.equal(failuresLeft, 0);
+      const ended = await job(t, id);
+      assert.deepEqual([ended.replayed, ended.skipped], [2, 1]);
+      assert.deepEqual(receiver.requests.map((r) => r.json.messageId).sort(), ['k1', 'k3']);
+    });
+
+    test('an event this node has no route for holds the batch, nothing done and the cursor kept; it is not skipped', async (ctx) => {
+      const { t, clock } = await setUp(backend, (fn) => ctx.after(fn));
+      assert.equal((await t.send('/v1/batch', { batch: [1, 2, 3].map((n) => track(n)) })).status, 200);
+      assert.equal((await t.admin('POST', '/destinations', webhooksDestination('late', ['http://127.0.0.1:9/x']))).status, 201);
+      await t.ferry.replayJobs.stop();
+      const id = (await t.admin('POST', '/replays', { destinationId: 'late', since: isoAt(T0) })).json.job.id;
+      const ask = (render: Parameters<Store['archiveReplayBatch']>[0]['render']) =>
+        t.ferry.store.archiveReplayBatch({ id, limit: 3, nowMs: clock.now(), backlogLimit: 100, render });
+      const held = await ask((e) => (e.messageId === 'k2' ? unrouted : e.json));
+      assert.deepEqual([held.held, held.queued, held.job?.replayed, held.job?.skipped], [true, 0, 0, 0]);
+      const next = await ask((e) => e.json);
+      assert.deepEqual([next.held, next.queued, next.job?.replayed, next.job?.skipped], [false, 3, 3, 0], 'the same events, from the same cursor');
+    });
+
+    if (backend.name === 'postgres')
+      test('a node whose catalogue does not know a route yet reads it again and sends, rather than skipping', async (ctx) => {
+        const { t, clock, receiver, open, cleanup } = await setUp(backend, (fn) => ctx.after(fn));
+        assert.equal((await t.admin('POST', '/destinations', webhooksDestination('late', [receiver.url]))).status, 201);
+        const other = await startFerry(testConfig([]), { clock, deliver: false, store: await open(), replay: { archiveBatchSize: 2, archivePollMs: pollMs } });
+        cleanup.add(() => other.stop());
+        assert.equal((await t.send('/v1/batch', { batch: [track(1)] }, { writeKey: 'other-write-key' })).status, 200, 'not routed to late yet');
+        // Routed from `other` too, on the first node only: the second node's catalogue is behind.
+        const routed = await t.admin('PUT', '/destinations/late', webhooksDestination('late', [receiver.url], { sources: ['app', 'other'] }));
+        assert.equal(routed.status, 200, JSON.stringify(routed.json));
+        await t.ferry.replayJobs.stop();
+        const id = (await t.admin('POST', '/replays', { destinationId: 'late', since: isoAt(T0), sourceIds: ['other'] })).json.job.id;
+        await other.ferry.replayJobs.resumeRunning();
+        await eventually(async () => {
+          await Promise.all([t.idle(), other.idle()]);
+          clock.advance(pollMs);
+          return (await job(other, id)).status === 'done';
+        }, 'the job to end on the second node');
+        const ended = await job(other, id);
+        assert.deepEqual([ended.replayed, ended.skipped], [1, 0]);
+      });
+
+    test('a range already sent is walked a batch at a time: each batch reads at most its limit of events and counts those already had as skipped', async (ctx) => {
+      const { t, clock, receiver } = await setUp(backend, (fn) => ctx.after(fn));
+      assert.equal((await t.send('/v1/batch', { batch: [1, 2, 3, 4, 5].map((n) => track(n)) })).status, 200);
+      assert.equal((await t.admin('POST', '/destinations', webhooksDestination('late', [receiver.url]))).status, 201);
+      const range = { destinationId: 'late', since: isoAt(T0) };
+      const first = (await t.admin('POST', '/replays', range)).json.job.id;
+      await eventually(async () => {
+        await t.idle();
+        clock.advance(pollMs);
+        return (await job(t, first)).status === 'done';
+      }, 'the first job to end');
+      await t.ferry.replayJobs.stop();
+      const again = (await t.admin('POST', '/replays', range)).json.job.id;
+      const ask = () => t.ferry.store.archiveReplayBatch({ id: again, limit: 2, nowMs: clock.now(), backlogLimit: 100, render: (e) => e.json });
+      const steps = [];
+      for (let i = 0; i < 3; i++) {
+        const step = await ask();
+        steps.push([step.queued, step.job?.skipped, step.job?.status]);
+      }
+      assert.deepEqual(steps, [
+        [0, 2, 'running'],
+        [0, 4, 'running'],
+        [0, 5, 'done'],
+      ]);
     });
 
     test('a job stopped between batches is carried on by the next start, each event sent once', async (ctx) => {
@@ -308,6 +455,29 @@ for (const backend of backends) {
         assert.equal(sent.length, 9);
       });
 
+    if (backend.name === 'postgres')
+      test('ratePerSecond holds for the cluster: a second node asking for a batch before n / rate seconds is held', async (ctx) => {
+        const { t, clock, open, cleanup } = await setUp(backend, (fn) => ctx.after(fn));
+        const other = await open();
+        cleanup.add(() => other.close());
+        assert.equal((await t.send('/v1/batch', { batch: [1, 2, 3].map((n) => track(n)) })).status, 200);
+        assert.equal((await t.admin('POST', '/destinations', webhooksDestination('late', ['http://127.0.0.1:9/x']))).status, 201);
+        // Batches are asked for by hand, by each node, as their runners would.
+        await t.ferry.replayJobs.stop();
+        const id = (await t.admin('POST', '/replays', { destinationId: 'late', since: isoAt(T0), ratePerSecond: 1 })).json.job.id;
+        const ask = (store: Store) => store.archiveReplayBatch({ id, limit: 1, nowMs: clock.now(), backlogLimit: 100, render: (e) => e.json });
+        const first = await ask(t.ferry.store);
+        assert.deepEqual([first.held, first.queued, first.nextBatchAtMs], [false, 1, T0 + 1000]);
+        const early = await ask(other);
+        assert.deepEqual([early.held, early.queued, early.nextBatchAtMs], [true, 0, T0 + 1000], 'the other node waits for the same second');
+        clock.advance(999);
+        assert.equal((await ask(t.ferry.store)).held, true);
+        clock.advance(1);
+        const second = await ask(other);
+        assert.deepEqual([second.held, second.queued, second.job?.replayed], [false, 1, 2]);
+        assert.equal((await ask(t.ferry.store)).held, true, 'and the first node waits for the next second');
+      });
+
     test('backfill: a destination created with "backfill the last N days" gets them; backfill is not stored', async (ctx) => {
       const { t, clock, receiver } = await setUp(backend, (fn) => ctx.after(fn));
       clock.set(T0 - 3 * dayMs);
@@ -339,6 +509,30 @@ for (const backend of backends) {
       assert.deepEqual([disabled.status, disabled.json.errors[0].code], [409, 'destination_disabled']);
       const ids = (await t.admin('GET', '/destinations')).json.destinations.map((d: any) => d.id);
       assert.deepEqual(ids, ['late'], 'a refused backfill creates nothing');
+    });
+
+    test('backfill: a destination created whose backfill cannot start is still created, answered 201 with backfillError', async (ctx) => {
+      let failNext = true;
+      const failing = (store: Store): Store =>
+        new Proxy(store, {
+          get(target, prop, receiver) {
+            if (prop !== 'createArchiveJob' || !failNext) return Reflect.get(target, prop, receiver);
+            return async () => {
+              failNext = false;
+              throw Object.assign(new Error('unavailable'), { code: backend.name === 'sqlite' ? 'SQLITE_BUSY' : 'ECONNRESET' });
+            };
+          },
+        });
+      const { t, receiver } = await setUp(backend, (fn) => ctx.after(fn), [], failing);
+      assert.equal((await t.send('/v1/batch', { batch: [track(1)] })).status, 200);
+      const created = await t.admin('POST', '/destinations', { ...webhooksDestination('late', [receiver.url]), backfill: { days: 1 } });
+      assert.equal(created.status, 201, JSON.stringify(created.json));
+      assert.equal(created.json.backfillJob, undefined);
+      assert.equal(created.json.backfillError.code, 'store_unavailable');
+      assert.equal(typeof created.json.backfillError.message, 'string');
+      assert.equal((await t.admin('GET', '/destinations/late')).status, 200);
+      const started = await t.admin('POST', '/replays', { destinationId: 'late', since: isoAt(T0 - dayMs) });
+      assert.equal(started.status, 202, 'the caller starts it itself');
     });
 
     test('a malformed request is a 400 naming the field, an unknown id a 404, a disabled destination a 409', async (ctx) => {

@@ -1,7 +1,7 @@
 /** Which events an archive replay leaves out because a pending deletion request names their user (store/deletion-screen.ts). */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { deletionScreen, screenedIdentities } from '../../src/store/deletion-screen.js';
+import { deletionScreen, screenedIdentities, unplannedInScope } from '../../src/store/deletion-screen.js';
 
 const plan = (userIds: string[], anonymousIds: string[]) =>
   JSON.stringify({ maxEventId: 10, userIds, anonymousIds, affected: {}, linkedIdentities: { followed: 0, skipped: 0, reason: null } });
@@ -27,4 +27,11 @@ test('a planned request screens the linked user ids, and its anonymous ids only 
     userIds: ['u1', 'alias-of-u1'],
     anonymousIds: ['u1', 'anon-1'],
   });
+});
+
+test('a request without a plan whose scope covers a source of the job makes the job wait; a planned one or one of other sources does not', () => {
+  assert.equal(unplannedInScope([{ user_ids: '["u1"]', source_ids: null, plan: null }], ['app']), true);
+  assert.equal(unplannedInScope([{ user_ids: '["u1"]', source_ids: '["app","web"]', plan: null }], ['web']), true);
+  assert.equal(unplannedInScope([{ user_ids: '["u1"]', source_ids: '["other"]', plan: null }], ['app']), false);
+  assert.equal(unplannedInScope([{ user_ids: '["u1"]', source_ids: null, plan: plan(['u1'], []) }], ['app']), false);
 });

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { adminClient, collect, pageLimitFlag, timeFlag, usage, withAdminFlags, type AdminFlags } from '../admin-command.js';
 import { fields, print, printJson, table } from '../output.js';
-import { defaultPollMs, finishJob, jobSummary, type ReplayJob } from './replay-job-follow.js';
+import { defaultPollMs, finishJob, jobSummary, pollMsFlag, type ReplayJob } from './replay-job-follow.js';
 
 interface ArchiveFlags extends AdminFlags {
   destination: string;
@@ -47,6 +47,8 @@ export function registerArchiveReplay(replay: Command): void {
       .option('--poll-ms <ms>', 'how often the job is looked at', String(defaultPollMs)),
   ).action(async (flags: ArchiveFlags) => {
     const body = archiveBody(flags);
+    // Checked before the job exists: a bad flag must not leave a job running unfollowed.
+    pollMsFlag(flags.pollMs);
     const client = adminClient(flags);
     const { body: answer } = await client.request<{ dryRun: true; wouldReplay: number } | { job: ReplayJob }>('POST', '/replays', {}, body);
     if ('job' in answer) return finishJob(client, answer.job, flags, 'events');

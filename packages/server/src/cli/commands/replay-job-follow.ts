@@ -10,7 +10,7 @@ export interface ReplayJob {
   status: 'running' | 'done' | 'failed' | 'cancelled';
   total: number;
   replayed: number;
-  /** Archive jobs only: events passed over (the destination's filter, a user being deleted). */
+  /** Archive jobs only: events passed over (the destination's filter, a delivery already there, a user being deleted). */
   skipped?: number;
   createdAt: string;
   finishedAt: string | null;

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { adminClient, adminGroup, deliveryIdArg, timeFlag, usage, withAdminFlags, type AdminFlags } from '../admin-command.js';
 import { print, printJson } from '../output.js';
 import { registerArchiveReplay, registerReplayJobs } from './replay-archive.js';
-import { defaultPollMs, finishJob, type ReplayJob } from './replay-job-follow.js';
+import { defaultPollMs, finishJob, pollMsFlag, type ReplayJob } from './replay-job-follow.js';
 
 export type { ReplayJob } from './replay-job-follow.js';
 
@@ -55,6 +55,8 @@ export function registerReplay(program: Command): void {
       return finishJob(client, await client.get<ReplayJob>(`/replay-jobs/${encodeURIComponent(flags.watch)}`), flags, 'dead letters');
     }
     const body = replayBody(ids, flags);
+    // Checked before the job exists: a bad flag must not leave a job running unfollowed.
+    pollMsFlag(flags.pollMs);
     const client = adminClient(flags);
     const { body: answer } = await client.request<ReplayAnswer>('POST', '/dead-letters/replay', {}, body);
     if ('job' in answer) return finishJob(client, answer.job, flags, 'dead letters');

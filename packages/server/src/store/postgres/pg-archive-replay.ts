@@ -1,6 +1,6 @@
 import type pg from 'pg';
-import { deletionScreen, screenedIdentities, type PendingRegulationRow } from '../deletion-screen.js';
-import type { ArchiveBatchArgs, ArchiveCountArgs, ArchiveFilter } from '../replay-jobs-store.js';
+import { deletionScreen, screenedIdentities, unplannedInScope, type PendingRegulationRow } from '../deletion-screen.js';
+import { unrouted, type ArchiveBatchArgs, type ArchiveCountArgs, type ArchiveFilter } from '../replay-jobs-store.js';
 import type { ReplayJobRow } from '../rows.js';
 import { queued } from './pg-delivery-rows.js';
 
@@ -39,21 +39,32 @@ export async function archiveStep(client: pg.PoolClient, row: ReplayJobRow, args
   if ((await pendingUpTo(client, filter.destinationId, args.backlogLimit)) >= args.backlogLimit)
     return { held: true, queued: 0, skipped: 0, last: null, done: false };
   const pending = await client.query<PendingRegulationRow>(`SELECT user_ids, source_ids, plan FROM regulations WHERE status = 'pending'`);
+  if (unplannedInScope(pending.rows, filter.sourceIds)) return { held: true, queued: 0, skipped: 0, last: null, done: false };
   // A key-share lock on each event read: a deletion request's purge, which locks the events it
   // deletes FOR UPDATE before it reads their deliveries, waits for this batch and then deletes
   // its deliveries too; an event the purge holds is waited for, and skipped once it is gone.
   const { rows: events } = await client.query<EventRow>(
     `SELECT id, source_id, message_id, user_id, anonymous_id, received_at, json FROM events e
      WHERE source_id = ANY($1::text[]) AND received_at >= $2 AND received_at < $3 AND (received_at, id) > ($4::bigint, $5::bigint)
-       AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND d.destination_id = $6)
-     ORDER BY received_at, id LIMIT $7 FOR KEY SHARE`,
-    [filter.sourceIds, filter.sinceMs, filter.untilMs, row.cursor_at ?? filter.sinceMs, row.cursor, filter.destinationId, args.limit],
+     ORDER BY received_at, id LIMIT $6 FOR KEY SHARE`,
+    [filter.sourceIds, filter.sinceMs, filter.untilMs, row.cursor_at ?? filter.sinceMs, row.cursor, args.limit],
+  );
+  // Looked up by id rather than left out by the scan, which would walk a range already sent whole to find none.
+  const had = new Set(
+    (
+      await client.query<{ event_id: string }>(`SELECT event_id FROM deliveries WHERE event_id = ANY($1::bigint[]) AND destination_id = $2`, [
+        events.map((e) => e.id),
+        filter.destinationId,
+      ])
+    ).rows.map((r) => String(r.event_id)),
   );
   const screened = deletionScreen(pending.rows);
   const picked: { event: EventRow; body: string }[] = [];
   for (const e of events) {
+    if (had.has(String(e.id))) continue;
     const event = { id: Number(e.id), sourceId: e.source_id, messageId: e.message_id, userId: e.user_id, anonymousId: e.anonymous_id, json: e.json };
     const body = screened(event) ? null : args.render(event);
+    if (body === unrouted) return { held: true, queued: 0, skipped: 0, last: null, done: false };
     if (body !== null) picked.push({ event: e, body });
   }
   if (picked.length > 0)

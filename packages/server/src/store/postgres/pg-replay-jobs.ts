@@ -12,6 +12,7 @@ import type {
 } from '../replay-jobs-store.js';
 import { toReplayJob, type ReplayJobRow } from '../rows.js';
 import { archiveStep, countArchive } from './pg-archive-replay.js';
+import { nextBatchAt, pacedUntil } from '../archive-pacing.js';
 import { replay } from './pg-dead-letters.js';
 import { inTransaction } from './pg-pools.js';
 
@@ -42,11 +43,16 @@ export class PgReplayJobs implements ReplayJobsStore {
     return inTransaction(this.pool, async (client): Promise<ArchiveBatchResult> => {
       const { rows } = await client.query<ReplayJobRow>(`SELECT * FROM replay_jobs WHERE id = $1 FOR UPDATE`, [args.id]);
       const row = rows[0];
-      if (!row || row.status !== 'running' || row.kind !== 'archive') return { job: row ? toReplayJob(row) : null, held: false, queued: 0 };
+      if (!row || row.status !== 'running' || row.kind !== 'archive')
+        return { job: row ? toReplayJob(row) : null, held: false, queued: 0, nextBatchAtMs: null };
+      // Under the job's row lock: the nodes that carry one job on share its rate.
+      const paced = pacedUntil(row, args.nowMs);
+      if (paced !== null) return { job: toReplayJob(row), held: true, queued: 0, nextBatchAtMs: paced };
       const step = await archiveStep(client, row, args);
-      if (step.held) return { job: toReplayJob(row), held: true, queued: 0 };
+      if (step.held) return { job: toReplayJob(row), held: true, queued: 0, nextBatchAtMs: null };
+      const nextBatchAtMs = nextBatchAt(row, step.queued, args.nowMs);
       const updated = await client.query<ReplayJobRow>(
-        `UPDATE replay_jobs SET replayed = replayed + $2, skipped = skipped + $3, cursor = $4, cursor_at = $5, status = $6, finished_at = $7
+        `UPDATE replay_jobs SET replayed = replayed + $2, skipped = skipped + $3, cursor = $4, cursor_at = $5, status = $6, finished_at = $7, next_batch_at = $8
          WHERE id = $1 RETURNING *`,
         [
           args.id,
@@ -56,9 +62,10 @@ export class PgReplayJobs implements ReplayJobsStore {
           step.last?.receivedAtMs ?? row.cursor_at,
           step.done ? 'done' : 'running',
           step.done ? args.nowMs : null,
+          nextBatchAtMs,
         ],
       );
-      return { job: toReplayJob(updated.rows[0]!), held: false, queued: step.queued };
+      return { job: toReplayJob(updated.rows[0]!), held: false, queued: step.queued, nextBatchAtMs };
     });
   }
 

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
-import { deletionScreen, screenedIdentities, type PendingRegulationRow } from '../deletion-screen.js';
-import type { ArchiveBatchArgs, ArchiveCountArgs, ArchiveFilter, ArchivedEvent } from '../replay-jobs-store.js';
+import { deletionScreen, screenedIdentities, unplannedInScope, type PendingRegulationRow } from '../deletion-screen.js';
+import { unrouted, type ArchiveBatchArgs, type ArchiveCountArgs, type ArchiveFilter, type ArchivedEvent } from '../replay-jobs-store.js';
 import type { ReplayJobRow } from '../rows.js';
 import type { SqliteDeliveryRows } from './sqlite-delivery-rows.js';
 
@@ -36,12 +36,13 @@ export function pendingUpTo(db: Database.Database, destinationId: string, limit:
 export function archiveStep(db: Database.Database, deliveries: SqliteDeliveryRows, row: ReplayJobRow, args: ArchiveBatchArgs): ArchiveStep {
   const filter = JSON.parse(row.filter) as ArchiveFilter;
   if (pendingUpTo(db, filter.destinationId, args.backlogLimit) >= args.backlogLimit) return { held: true, queued: 0, skipped: 0, last: null, done: false };
+  const pending = db.prepare(`SELECT user_ids, source_ids, plan FROM regulations WHERE status = 'pending'`).all() as PendingRegulationRow[];
+  if (unplannedInScope(pending, filter.sourceIds)) return { held: true, queued: 0, skipped: 0, last: null, done: false };
   const events = db
     .prepare(
       `SELECT id, source_id, message_id, user_id, anonymous_id, received_at, json FROM events e
        WHERE source_id IN (SELECT value FROM json_each(@sources)) AND received_at >= @since AND received_at < @until
          AND (received_at, id) > (@cursorAt, @cursorId)
-         AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND d.destination_id = @destination)
        ORDER BY received_at, id LIMIT @limit`,
     )
     .all({
@@ -50,19 +51,31 @@ export function archiveStep(db: Database.Database, deliveries: SqliteDeliveryRow
       until: filter.untilMs,
       cursorAt: row.cursor_at ?? filter.sinceMs,
       cursorId: row.cursor,
-      destination: filter.destinationId,
       limit: args.limit,
     }) as EventRow[];
-  const screened = deletionScreen(db.prepare(`SELECT user_ids, source_ids, plan FROM regulations WHERE status = 'pending'`).all() as PendingRegulationRow[]);
-  let queued = 0;
+  // The events the destination already has are looked up by id, not left out by the scan: a
+  // range sent before would otherwise be walked whole, in one write transaction, to find none.
+  const had = new Set(
+    db
+      .prepare<{ ids: string; destination: string }, number>(
+        `SELECT event_id FROM deliveries WHERE event_id IN (SELECT value FROM json_each(@ids)) AND destination_id = @destination`,
+      )
+      .pluck()
+      .all({ ids: JSON.stringify(events.map((e) => e.id)), destination: filter.destinationId }),
+  );
+  const screened = deletionScreen(pending);
+  const picked: { event: EventRow; body: string }[] = [];
+  for (const e of events) {
+    if (had.has(e.id)) continue;
+    const event = toArchived(e);
+    const body = screened(event) ? null : args.render(event);
+    if (body === unrouted) return { held: true, queued: 0, skipped: 0, last: null, done: false };
+    if (body !== null) picked.push({ event: e, body });
+  }
+  const queued = picked.length;
   deliveries.batch(() => {
-    for (const e of events) {
-      const event = toArchived(e);
-      const body = screened(event) ? null : args.render(event);
-      if (body === null) continue;
+    for (const { event: e, body } of picked)
       deliveries.insert(filter.destinationId, e.source_id, e.id, 'event', e.message_id, e.user_id, body, args.nowMs, args.nowMs);
-      queued++;
-    }
   });
   const lastRow = events.at(-1);
   return {

@@ -13,6 +13,7 @@ import type {
 import { toReplayJob, type ReplayJobRow } from '../rows.js';
 import type { LeaseTable } from './lease-table.js';
 import { archiveStep, countArchive } from './sqlite-archive-replay.js';
+import { nextBatchAt, pacedUntil } from '../archive-pacing.js';
 import { replay } from './sqlite-dead-letters.js';
 import type { SqliteDeliveryRows } from './sqlite-delivery-rows.js';
 
@@ -35,11 +36,17 @@ export class SqliteReplayJobs implements ReplayJobsStore {
     return this.db
       .transaction((): ArchiveBatchResult => {
         const row = this.db.prepare(`SELECT * FROM replay_jobs WHERE id = ?`).get(args.id) as ReplayJobRow | undefined;
-        if (!row || row.status !== 'running' || row.kind !== 'archive') return { job: row ? toReplayJob(row) : null, held: false, queued: 0 };
+        if (!row || row.status !== 'running' || row.kind !== 'archive')
+          return { job: row ? toReplayJob(row) : null, held: false, queued: 0, nextBatchAtMs: null };
+        const paced = pacedUntil(row, args.nowMs);
+        if (paced !== null) return { job: toReplayJob(row), held: true, queued: 0, nextBatchAtMs: paced };
         const step = archiveStep(this.db, this.deliveries, row, args);
-        if (step.held) return { job: toReplayJob(row), held: true, queued: 0 };
+        if (step.held) return { job: toReplayJob(row), held: true, queued: 0, nextBatchAtMs: null };
+        const nextBatchAtMs = nextBatchAt(row, step.queued, args.nowMs);
         this.db
-          .prepare(`UPDATE replay_jobs SET replayed = replayed + ?, skipped = skipped + ?, cursor = ?, cursor_at = ?, status = ?, finished_at = ? WHERE id = ?`)
+          .prepare(
+            `UPDATE replay_jobs SET replayed = replayed + ?, skipped = skipped + ?, cursor = ?, cursor_at = ?, status = ?, finished_at = ?, next_batch_at = ? WHERE id = ?`,
+          )
           .run(
             step.queued,
             step.skipped,
@@ -47,9 +54,10 @@ export class SqliteReplayJobs implements ReplayJobsStore {
             step.last?.receivedAtMs ?? row.cursor_at,
             step.done ? 'done' : 'running',
             step.done ? args.nowMs : null,
+            nextBatchAtMs,
             args.id,
           );
-        return { job: this.get(args.id), held: false, queued: step.queued };
+        return { job: this.get(args.id), held: false, queued: step.queued, nextBatchAtMs };
       })
       .immediate();
   }
