@@ -5,8 +5,6 @@
  * stream does not hold.
  */
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
-import { get, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { test } from 'node:test';
 import { defaultTailMaxClients, tailHeartbeatMs } from '../../src/admin/tail-routes.js';
 import { ManualClock } from '../../src/util/clock.js';
@@ -14,58 +12,12 @@ import { cleanups } from '../helpers/cleanups.js';
 import { adminToken, secret, startFerry, testConfig, webhooksDestination, writeKey, type TestFerry } from '../helpers/ferry.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { until } from '../helpers/until.js';
+import { openStream, type OpenStream } from '../helpers/event-stream.js';
 import { within } from '../helpers/within.js';
 
-/** An open tail stream: the text so far, and a wait for a pattern in it. */
-interface OpenStream {
-  status: number;
-  headers: IncomingHttpHeaders;
-  text(): string;
-  waitFor(pattern: RegExp, what: string): Promise<RegExpMatchArray>;
-  /** Settles when the server ends the stream. */
-  ended: Promise<void>;
-  close(): void;
-}
-
-/**
- * Opens `GET /tail` on a connection of its own (node:http without an agent: closing it closes
- * that socket, and no pool opens another behind the test's back).
- */
-async function openTail(t: TestFerry, query = ''): Promise<OpenStream> {
-  const req = get(`${t.url}/admin/v1/tail${query}`, { agent: false, headers: { authorization: `Bearer ${adminToken}` } });
-  const [res] = (await within(10_000, 'the head of the tail stream', once(req, 'response'))) as [IncomingMessage];
-  let text = '';
-  const changed = new Set<() => void>();
-  res.setEncoding('utf8');
-  res.on('data', (chunk: string) => {
-    text += chunk;
-    for (const fn of changed) fn();
-  });
-  const ended = new Promise<void>((resolve) => res.once('close', resolve));
-  return {
-    status: res.statusCode!,
-    headers: res.headers,
-    text: () => text,
-    ended,
-    close: () => req.destroy(),
-    waitFor(pattern, what) {
-      return within(
-        10_000,
-        `${what}; the stream so far: ${JSON.stringify(text)}`,
-        new Promise<RegExpMatchArray>((resolve) => {
-          const check = () => {
-            const m = pattern.exec(text);
-            if (m) {
-              changed.delete(check);
-              resolve(m);
-            }
-          };
-          changed.add(check);
-          check();
-        }),
-      );
-    },
-  };
+/** Opens `GET /tail` on a connection of its own. */
+function openTail(t: TestFerry, query = ''): Promise<OpenStream> {
+  return openStream(`${t.url}/admin/v1/tail${query}`, adminToken);
 }
 
 /** The events of a stream's text, in order: `[name, data]`. */
