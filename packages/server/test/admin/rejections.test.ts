@@ -40,6 +40,7 @@ for (const kind of storeKinds) {
           ['other', 'missing_event', 1],
         ],
       );
+      assert.deepEqual(other.json.counts, all.json.counts, 'the counts are not filtered by ?sourceId=');
       const unknown = await adminCall(server.url, adminToken, 'GET', '/rejections?sourceId=ghost');
       assert.equal(unknown.status, 404);
       assert.equal(unknown.json.errors[0].path, 'sourceId');

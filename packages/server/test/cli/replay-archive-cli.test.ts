@@ -78,6 +78,7 @@ describe('ferry replay archive and ferry replay jobs', () => {
   });
 
   test('usage errors exit 2 before asking; refusals of the server exit 1 with their code', async () => {
+    const before = (await t.admin('GET', '/replay-jobs')).json.jobs.length;
     const [noSince, badRate, badTime, unknown] = await inTurn([
       () => cli(['replay', 'archive', '--destination', 'late']),
       () => cli(['replay', 'archive', '--destination', 'late', '--since', '1h', '--rate', 'fast']),
@@ -89,6 +90,8 @@ describe('ferry replay archive and ferry replay jobs', () => {
     assert.equal(badRate.code, 2);
     assert.match(badRate.output, /--rate/);
     assert.equal(badTime.code, 2);
+    assert.match(badTime.output, /--since/);
+    assert.equal((await t.admin('GET', '/replay-jobs')).json.jobs.length, before, 'no job was made by a usage error');
     assert.equal(unknown.code, 1);
     assert.match(unknown.output, /^ferry: not_found: /m);
   });

@@ -125,16 +125,14 @@ for (const backend of backends)
           afterId = r.lastId;
           if (r.done) break;
         }
-        const pruned = view(await store.backlog());
-        assert.deepEqual(pruned.d1, [4, 0, 1]);
-        assert.ok(pruned.d2 === undefined || (pruned.d2[0] === 0 && pruned.d2[1] < 3), `dead letters pruned: ${JSON.stringify(pruned.d2)}`);
-        const deadLeft = pruned.d2?.[1] ?? 0;
+        // The three dead letters are pruned (none of them is the table's newest row).
+        assert.deepEqual(await backlog(), { d1: [4, 0, 1] });
 
         // After a restart the counts are what the rows say.
         if (opened.reopen) {
           await store.close();
           store = opened.reopen();
-          assert.deepEqual(await backlog(), { d1: [4, 0, 1], ...(deadLeft > 0 ? { d2: [0, deadLeft, null] } : {}) });
+          assert.deepEqual(await backlog(), { d1: [4, 0, 1] });
         }
       } finally {
         await store.close();
