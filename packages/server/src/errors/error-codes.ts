@@ -47,7 +47,7 @@ export const errorCodes = {
   conflict: { status: 409, text: 'A resource with that id already exists, or its state does not allow the change.' },
   destination_disabled: {
     status: 409,
-    text: 'An archive replay (or a backfill) was asked for a disabled destination, which would send nothing; enable it first.',
+    text: 'An archive replay (or a backfill) was asked for a disabled destination, or one of a type this server does not know, which would send nothing; enable it first.',
   },
   too_many_tail_clients: {
     status: 429,
