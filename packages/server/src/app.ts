@@ -27,6 +27,7 @@ import { answerErrors } from './http/error-answers.js';
 import { createHttpServer } from './http/http-server.js';
 import { BodyBudget } from './ingest/body-budget.js';
 import { ingestRoutes } from './ingest/routes.js';
+import { WatchedSources } from './ingest/watched-sources.js';
 import { healthRoutes } from './lifecycle/health-routes.js';
 import { Lifecycle, type StopOptions } from './lifecycle/lifecycle.js';
 import { ActivitySeries } from './metrics/activity-series.js';
@@ -315,7 +316,8 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
   }
   await healthRoutes(servers, { store, events, draining: () => lifecycle.draining });
   const ingestBodyBudget = new BodyBudget(limits.ingestBodyBudgetBytes);
-  await app.register(async (scope) => ingestRoutes(scope, { store, catalog, clock, events, onCommitted: wake }, ingestBodyBudget));
+  const watchedSources = new WatchedSources();
+  await app.register(async (scope) => ingestRoutes(scope, { store, catalog, clock, events, watched: watchedSources, onCommitted: wake }, ingestBodyBudget));
   // What answers on the admin listener only (when there is one): the admin API, and beside it GET /metrics.
   const tokens = new AdminTokens({ store: store.tokens, bootstrapHash: adminToken.hash, clock, cacheMs: options.tokenCacheMs ?? defaultTokenCacheMs, logger });
   await registerAdminApi(adminApp, {
@@ -333,6 +335,7 @@ export async function createFerry(options: FerryOptions): Promise<Ferry> {
     circuits: worker.circuits,
     testCalls: { sender, timeoutMs: config.delivery.timeoutMs },
     activity,
+    watchedSources,
   });
   if (metrics) await metricsRoutes(adminApp, { metrics, tokens, public: options.metricsPublic });
   // The dashboard calls the admin API from the page's own origin, so it lives on the same listener.

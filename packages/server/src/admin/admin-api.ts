@@ -31,6 +31,7 @@ import { destinationTestRoutes } from './destination-test-routes.js';
 import type { WebhookSender } from '../destinations/http/sender.js';
 import { refuseUnknownKeys } from './unknown-keys.js';
 import type { AttemptWindows } from '../metrics/attempt-windows.js';
+import type { WatchedSources } from '../ingest/watched-sources.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -54,6 +55,8 @@ export interface AdminApiDeps extends AdminDeps {
   testCalls: { sender: WebhookSender; timeoutMs: number };
   /** The per-minute counts of `GET /series`. */
   activity: Pick<ActivitySeries, 'series'>;
+  /** The sources `GET /sources/{id}/live` watches, shared with ingestion. */
+  watchedSources: WatchedSources;
 }
 
 /** The path every admin route lives under. */
@@ -94,7 +97,7 @@ export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps)
           const streams = new EventStreams(deps.clock);
           streams.endOnClose(v1);
           await tailRoutes(v1, { events: deps.events, clock: deps.clock, streams });
-          await liveRoutes(v1, { events: deps.events, catalog: deps.catalog, streams });
+          await liveRoutes(v1, { events: deps.events, catalog: deps.catalog, streams, watched: deps.watchedSources });
           await configRoutes(v1, deps);
           await seriesRoutes(v1, deps.activity);
           await retentionRoutes(v1, deps.store);

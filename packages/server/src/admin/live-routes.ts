@@ -3,6 +3,7 @@ import { FerryError } from '../errors/error-codes.js';
 import type { FerryEvents } from '../events/catalogue.js';
 import type { EventBus } from '../events/event-bus.js';
 import { formatUtcMs } from '../model/timestamps.js';
+import type { WatchedSources } from '../ingest/watched-sources.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { EventStreams } from './event-streams.js';
 
@@ -12,16 +13,19 @@ export interface LiveDeps {
   catalog: Catalog;
   /** The admin API's streams, whose cap, heartbeat and stop it shares with `GET /tail`. */
   streams: EventStreams;
+  /** Where a stream marks its source watched, so that ingestion emits `ingest:message` for it. */
+  watched: WatchedSources;
 }
 
 /**
  * `GET /sources/{id}/live`: the messages of one source as this node stores them, as
  * server-sent events, one `message` event each: `data: {"receivedAt","message","routedTo",
  * "filtered"}`, `message` the normalised message as stored. Duplicates are not streamed. The
- * stream is a listener of `ingest:message`, which ingestion emits only while one listens.
+ * stream is a listener of `ingest:message`, which ingestion emits only for the sources a
+ * stream watches ({@link WatchedSources}).
  */
 export async function liveRoutes(app: FastifyInstance, deps: LiveDeps): Promise<void> {
-  const { events, catalog, streams } = deps;
+  const { events, catalog, streams, watched } = deps;
   app.get<{ Params: { id: string } }>('/sources/:id/live', async (request, reply) => {
     const sourceId = request.params.id;
     if (!catalog.source(sourceId)) throw new FerryError('not_found', `no source ${sourceId}`);
@@ -34,7 +38,11 @@ export async function liveRoutes(app: FastifyInstance, deps: LiveDeps): Promise<
         );
       };
       events.on('ingest:message', listener);
-      return () => events.off('ingest:message', listener);
+      const unwatch = watched.watch(sourceId);
+      return () => {
+        unwatch();
+        events.off('ingest:message', listener);
+      };
     });
   });
 }

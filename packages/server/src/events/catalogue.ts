@@ -36,9 +36,10 @@ export interface FerryEvents {
   'ingest:filtered': { sourceId: string; filtered: { destinationId: string; count: number }[] };
   /**
    * One message of a source stored now, not a duplicate (`ingest/`), with the destinations a
-   * delivery was made for and those whose filter dropped it. Emitted only while it has a
-   * listener (`GET /sources/{id}/live`): ingestion pays nothing for it otherwise. `json` is
-   * the normalised message exactly as stored.
+   * delivery was made for and those whose filter dropped it. Emitted only for a source a
+   * `GET /sources/{id}/live` stream watches (`ingest/watched-sources.ts`), whoever else
+   * listens: every other source's ingestion pays nothing for it. `json` is the normalised
+   * message exactly as stored.
    */
   'ingest:message': { sourceId: string; receivedAtMs: number; json: string; routedTo: string[]; filtered: string[] };
   /** A deletion request was carried out (`regulations/`); counts only, never a user id. */

@@ -9,6 +9,7 @@ import type { Clock } from '../util/clock.js';
 import type { CallType, NormalizedMessage } from '../model/message.js';
 import { normalizeMessage, readEnvelope } from './normalize.js';
 import { readJsonBody, writeKeyFromBasicAuth } from './read-body.js';
+import type { WatchedSources } from './watched-sources.js';
 
 /** One HTTP request to an ingestion route, as the transport hands it over. */
 export interface IngestRequest {
@@ -40,6 +41,8 @@ export interface IngestDeps {
   clock: Clock;
   /** Told of every request accepted, of refused messages, and of whole requests refused. */
   events: EventBus;
+  /** The sources watched message by message (`GET /sources/{id}/live`): only theirs get `ingest:message`. */
+  watched: WatchedSources;
   /** Called after a commit that created delivery jobs. */
   onCommitted?: () => void;
 }
@@ -83,9 +86,10 @@ export async function ingestRequest(req: IngestRequest, deps: IngestDeps): Promi
   // Calls each destination's filter dropped, per destination; told once the commit is done.
   const filtered = new Map<string, number>();
   const meta = { receivedAtMs, ip: req.ip, newMessageId: randomUUID };
-  // Someone watches this server's messages one by one: each message's own filtered destinations
-  // are kept, and the store tells which were stored. Nobody watching, none of it is done.
-  const watched = deps.events.listenerCount('ingest:message') > 0;
+  // Someone watches this source's messages one by one: each message's own filtered destinations
+  // are kept, and the store tells which were stored. Nobody watching this source, none of it is
+  // done, whatever other source is watched.
+  const watched = deps.watched.has(source.id);
   const filteredOf: string[][] = [];
   const events: NewEvent[] = [];
   const rejected: Rejected[] = [];

@@ -86,6 +86,42 @@ for (const kind of storeKinds) {
       await until(() => bus.listenerCount('ingest:message') === 0, 'the stream to leave the bus');
     });
 
+    test('only a watched source pays: an unwatched one emits no ingest:message while another is watched, the watched one still streams', async (t) => {
+      const { server } = await startFerryOn(kind, config(), { clock: new ManualClock(), deliver: false }, cleanups(t));
+      const bus = server.ferry.events;
+      // A listener of the bus, as any subscriber: it hears every ingest:message ingestion emits.
+      const emitted: string[] = [];
+      const hear = (p: { sourceId: string; json: string }) => emitted.push(`${p.sourceId}:${JSON.parse(p.json).messageId}`);
+      bus.on('ingest:message', hear);
+      t.after(() => bus.off('ingest:message', hear));
+      const other = (messageId: string) =>
+        server.send('/v1/batch', { batch: [{ type: 'track', userId: 'u9', event: 'Order Elsewhere', messageId }] }, { writeKey: 'other-write-key' });
+
+      assert.equal((await other('o-1')).status, 200);
+      assert.deepEqual(emitted, [], 'nobody watches: no source emits, though the bus has a listener');
+
+      const stream = await openStream(`${server.url}/admin/v1/sources/app/live`, adminToken);
+      t.after(() => stream.close());
+      await stream.waitFor(/^: ferry live: source app$/m, 'the opening comment');
+      assert.equal((await other('o-2')).status, 200);
+      assert.equal((await server.send('/v1/batch', { batch: [{ type: 'track', userId: 'u1', event: 'Order Completed', messageId: 'm-1' }] })).status, 200);
+      await stream.waitFor(/"messageId":"m-1"/, 'the watched source streams');
+      assert.deepEqual(emitted, ['app:m-1'], "another source's ingestion emits nothing while app is watched");
+
+      const second = await openStream(`${server.url}/admin/v1/sources/app/live`, adminToken);
+      t.after(() => second.close());
+      await second.waitFor(/^: ferry live: source app$/m, 'the second opening comment');
+      second.close();
+      await until(() => bus.listenerCount('ingest:message') === 2, 'the second stream to leave the bus');
+      assert.equal((await server.send('/v1/batch', { batch: [{ type: 'track', userId: 'u1', event: 'Order Completed', messageId: 'm-2' }] })).status, 200);
+      await stream.waitFor(/"messageId":"m-2"/, 'the first stream still watches once the second left');
+
+      stream.close();
+      await until(() => bus.listenerCount('ingest:message') === 1, 'the first stream to leave the bus');
+      assert.equal((await server.send('/v1/batch', { batch: [{ type: 'track', userId: 'u1', event: 'Order Completed', messageId: 'm-3' }] })).status, 200);
+      assert.deepEqual(emitted, ['app:m-1', 'app:m-2'], 'no stream left: app is unwatched again');
+    });
+
     test('404 for an unknown source; a read token may watch; a heartbeat every 15 s on the clock; a stop ends the stream', async (t) => {
       const clock = new ManualClock();
       const { server } = await startFerryOn(kind, config(), { clock, deliver: false }, cleanups(t));
