@@ -12,7 +12,7 @@ import type {
 } from '../replay-jobs-store.js';
 import { toReplayJob, type ReplayJobRow } from '../rows.js';
 import { archiveStep, countArchive } from './pg-archive-replay.js';
-import { nextBatchAt, pacedUntil } from '../archive-pacing.js';
+import { archiveBatchMayRun, archiveProgress, heldBatch, recordedBatch, refusedBatch } from '../archive-batch.js';
 import { replay } from './pg-dead-letters.js';
 import { inTransaction } from './pg-pools.js';
 
@@ -43,29 +43,17 @@ export class PgReplayJobs implements ReplayJobsStore {
     return inTransaction(this.pool, async (client): Promise<ArchiveBatchResult> => {
       const { rows } = await client.query<ReplayJobRow>(`SELECT * FROM replay_jobs WHERE id = $1 FOR UPDATE`, [args.id]);
       const row = rows[0];
-      if (!row || row.status !== 'running' || row.kind !== 'archive')
-        return { job: row ? toReplayJob(row) : null, held: false, queued: 0, nextBatchAtMs: null };
       // Under the job's row lock: the nodes that carry one job on share its rate.
-      const paced = pacedUntil(row, args.nowMs);
-      if (paced !== null) return { job: toReplayJob(row), held: true, queued: 0, nextBatchAtMs: paced };
+      if (!archiveBatchMayRun(row, args.nowMs)) return refusedBatch(row, args.nowMs);
       const step = await archiveStep(client, row, args);
-      if (step.held) return { job: toReplayJob(row), held: true, queued: 0, nextBatchAtMs: null };
-      const nextBatchAtMs = nextBatchAt(row, step.queued, args.nowMs);
+      if (step.held) return heldBatch(row);
+      const p = archiveProgress(row, step, args.nowMs);
       const updated = await client.query<ReplayJobRow>(
         `UPDATE replay_jobs SET replayed = replayed + $2, skipped = skipped + $3, cursor = $4, cursor_at = $5, status = $6, finished_at = $7, next_batch_at = $8
          WHERE id = $1 RETURNING *`,
-        [
-          args.id,
-          step.queued,
-          step.skipped,
-          step.last?.id ?? row.cursor,
-          step.last?.receivedAtMs ?? row.cursor_at,
-          step.done ? 'done' : 'running',
-          step.done ? args.nowMs : null,
-          nextBatchAtMs,
-        ],
+        [args.id, p.queued, p.skipped, p.cursor, p.cursorAtMs, p.status, p.finishedAtMs, p.nextBatchAtMs],
       );
-      return { job: toReplayJob(updated.rows[0]!), held: false, queued: step.queued, nextBatchAtMs };
+      return recordedBatch(toReplayJob(updated.rows[0]!), p);
     });
   }
 

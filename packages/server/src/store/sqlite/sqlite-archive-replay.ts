@@ -1,28 +1,9 @@
 import type Database from 'better-sqlite3';
-import { deletionScreen, screenedIdentities, unplannedInScope, type PendingRegulationRow } from '../deletion-screen.js';
-import { unrouted, type ArchiveBatchArgs, type ArchiveCountArgs, type ArchiveFilter, type ArchivedEvent } from '../replay-jobs-store.js';
+import { archiveStepOf, heldStep, pagedEvent, pickArchived, type ArchiveEventRow, type ArchiveStep } from '../archive-batch.js';
+import { screenedIdentities, unplannedInScope, type PendingRegulationRow } from '../deletion-screen.js';
+import type { ArchiveBatchArgs, ArchiveCountArgs, ArchiveFilter } from '../replay-jobs-store.js';
 import type { ReplayJobRow } from '../rows.js';
 import type { SqliteDeliveryRows } from './sqlite-delivery-rows.js';
-
-/** What one archive batch did to its job, for the caller to record with the cursor. */
-export interface ArchiveStep {
-  held: boolean;
-  queued: number;
-  skipped: number;
-  /** The last event looked at, or null when none was. */
-  last: { receivedAtMs: number; id: number } | null;
-  done: boolean;
-}
-
-interface EventRow {
-  id: number;
-  source_id: string;
-  message_id: string;
-  user_id: string | null;
-  anonymous_id: string | null;
-  received_at: number;
-  json: string;
-}
 
 /** How many pending deliveries a destination has, counted up to `limit` (a read of the due index, stopped early). */
 export function pendingUpTo(db: Database.Database, destinationId: string, limit: number): number {
@@ -35,24 +16,26 @@ export function pendingUpTo(db: Database.Database, destinationId: string, limit:
 /** The next batch of an archive job (see `ReplayJobsStore.archiveReplayBatch`); runs inside the caller's transaction. */
 export function archiveStep(db: Database.Database, deliveries: SqliteDeliveryRows, row: ReplayJobRow, args: ArchiveBatchArgs): ArchiveStep {
   const filter = JSON.parse(row.filter) as ArchiveFilter;
-  if (pendingUpTo(db, filter.destinationId, args.backlogLimit) >= args.backlogLimit) return { held: true, queued: 0, skipped: 0, last: null, done: false };
+  if (pendingUpTo(db, filter.destinationId, args.backlogLimit) >= args.backlogLimit) return heldStep;
   const pending = db.prepare(`SELECT user_ids, source_ids, plan FROM regulations WHERE status = 'pending'`).all() as PendingRegulationRow[];
-  if (unplannedInScope(pending, filter.sourceIds)) return { held: true, queued: 0, skipped: 0, last: null, done: false };
-  const events = db
-    .prepare(
-      `SELECT id, source_id, message_id, user_id, anonymous_id, received_at, json FROM events e
+  if (unplannedInScope(pending, filter.sourceIds)) return heldStep;
+  const page = (
+    db
+      .prepare(
+        `SELECT id, source_id, message_id, user_id, anonymous_id, received_at, json FROM events e
        WHERE source_id IN (SELECT value FROM json_each(@sources)) AND received_at >= @since AND received_at < @until
          AND (received_at, id) > (@cursorAt, @cursorId)
        ORDER BY received_at, id LIMIT @limit`,
-    )
-    .all({
-      sources: JSON.stringify(filter.sourceIds),
-      since: filter.sinceMs,
-      until: filter.untilMs,
-      cursorAt: row.cursor_at ?? filter.sinceMs,
-      cursorId: row.cursor,
-      limit: args.limit,
-    }) as EventRow[];
+      )
+      .all({
+        sources: JSON.stringify(filter.sourceIds),
+        since: filter.sinceMs,
+        until: filter.untilMs,
+        cursorAt: row.cursor_at ?? filter.sinceMs,
+        cursorId: row.cursor,
+        limit: args.limit,
+      }) as ArchiveEventRow[]
+  ).map(pagedEvent);
   // The events the destination already has are looked up by id, not left out by the scan: a
   // range sent before would otherwise be walked whole, in one write transaction, to find none.
   const had = new Set(
@@ -61,30 +44,15 @@ export function archiveStep(db: Database.Database, deliveries: SqliteDeliveryRow
         `SELECT event_id FROM deliveries WHERE event_id IN (SELECT value FROM json_each(@ids)) AND destination_id = @destination`,
       )
       .pluck()
-      .all({ ids: JSON.stringify(events.map((e) => e.id)), destination: filter.destinationId }),
+      .all({ ids: JSON.stringify(page.map((e) => e.id)), destination: filter.destinationId }),
   );
-  const screened = deletionScreen(pending);
-  const picked: { event: EventRow; body: string }[] = [];
-  for (const e of events) {
-    if (had.has(e.id)) continue;
-    const event = toArchived(e);
-    const body = screened(event) ? null : args.render(event);
-    if (body === unrouted) return { held: true, queued: 0, skipped: 0, last: null, done: false };
-    if (body !== null) picked.push({ event: e, body });
-  }
-  const queued = picked.length;
+  const picked = pickArchived(page, had, pending, args.render);
+  if (picked === null) return heldStep;
   deliveries.batch(() => {
     for (const { event: e, body } of picked)
-      deliveries.insert(filter.destinationId, e.source_id, e.id, 'event', e.message_id, e.user_id, body, args.nowMs, args.nowMs);
+      deliveries.insert(filter.destinationId, e.sourceId, e.id, 'event', e.messageId, e.userId, body, args.nowMs, args.nowMs);
   });
-  const lastRow = events.at(-1);
-  return {
-    held: false,
-    queued,
-    skipped: events.length - queued,
-    last: lastRow ? { receivedAtMs: lastRow.received_at, id: lastRow.id } : null,
-    done: events.length < args.limit,
-  };
+  return archiveStepOf(page, picked.length, args.limit);
 }
 
 /** How many events an archive replay would take now (see `ReplayJobsStore.countArchive`). */
@@ -109,8 +77,4 @@ export function countArchive(db: Database.Database, args: ArchiveCountArgs): num
       users: JSON.stringify(screened.userIds),
       anonymous: JSON.stringify(screened.anonymousIds),
     }) as number;
-}
-
-function toArchived(e: EventRow): ArchivedEvent {
-  return { id: e.id, sourceId: e.source_id, messageId: e.message_id, userId: e.user_id, anonymousId: e.anonymous_id, json: e.json };
 }

@@ -13,7 +13,7 @@ import type {
 import { toReplayJob, type ReplayJobRow } from '../rows.js';
 import type { LeaseTable } from './lease-table.js';
 import { archiveStep, countArchive } from './sqlite-archive-replay.js';
-import { nextBatchAt, pacedUntil } from '../archive-pacing.js';
+import { archiveBatchMayRun, archiveProgress, heldBatch, recordedBatch, refusedBatch } from '../archive-batch.js';
 import { replay } from './sqlite-dead-letters.js';
 import type { SqliteDeliveryRows } from './sqlite-delivery-rows.js';
 
@@ -36,28 +36,16 @@ export class SqliteReplayJobs implements ReplayJobsStore {
     return this.db
       .transaction((): ArchiveBatchResult => {
         const row = this.db.prepare(`SELECT * FROM replay_jobs WHERE id = ?`).get(args.id) as ReplayJobRow | undefined;
-        if (!row || row.status !== 'running' || row.kind !== 'archive')
-          return { job: row ? toReplayJob(row) : null, held: false, queued: 0, nextBatchAtMs: null };
-        const paced = pacedUntil(row, args.nowMs);
-        if (paced !== null) return { job: toReplayJob(row), held: true, queued: 0, nextBatchAtMs: paced };
+        if (!archiveBatchMayRun(row, args.nowMs)) return refusedBatch(row, args.nowMs);
         const step = archiveStep(this.db, this.deliveries, row, args);
-        if (step.held) return { job: toReplayJob(row), held: true, queued: 0, nextBatchAtMs: null };
-        const nextBatchAtMs = nextBatchAt(row, step.queued, args.nowMs);
+        if (step.held) return heldBatch(row);
+        const p = archiveProgress(row, step, args.nowMs);
         this.db
           .prepare(
             `UPDATE replay_jobs SET replayed = replayed + ?, skipped = skipped + ?, cursor = ?, cursor_at = ?, status = ?, finished_at = ?, next_batch_at = ? WHERE id = ?`,
           )
-          .run(
-            step.queued,
-            step.skipped,
-            step.last?.id ?? row.cursor,
-            step.last?.receivedAtMs ?? row.cursor_at,
-            step.done ? 'done' : 'running',
-            step.done ? args.nowMs : null,
-            nextBatchAtMs,
-            args.id,
-          );
-        return { job: this.get(args.id), held: false, queued: step.queued, nextBatchAtMs };
+          .run(p.queued, p.skipped, p.cursor, p.cursorAtMs, p.status, p.finishedAtMs, p.nextBatchAtMs, args.id);
+        return recordedBatch(this.get(args.id), p);
       })
       .immediate();
   }
