@@ -5,18 +5,12 @@ import type { ArchiveBatchArgs, ArchiveCountArgs, ArchiveFilter } from '../repla
 import type { ReplayJobRow } from '../rows.js';
 import type { SqliteDeliveryRows } from './sqlite-delivery-rows.js';
 
-/** How many pending deliveries a destination has, counted up to `limit` (a read of the due index, stopped early). */
-export function pendingUpTo(db: Database.Database, destinationId: string, limit: number): number {
-  return db
-    .prepare<[string, number], number>(`SELECT COUNT(*) FROM (SELECT 1 FROM deliveries WHERE destination_id = ? AND status = 'pending' LIMIT ?)`)
-    .pluck()
-    .get(destinationId, limit)!;
-}
-
 /** The next batch of an archive job (see `ReplayJobsStore.archiveReplayBatch`); runs inside the caller's transaction. */
 export function archiveStep(db: Database.Database, deliveries: SqliteDeliveryRows, row: ReplayJobRow, args: ArchiveBatchArgs): ArchiveStep {
   const filter = JSON.parse(row.filter) as ArchiveFilter;
-  if (pendingUpTo(db, filter.destinationId, args.backlogLimit) >= args.backlogLimit) return heldStep;
+  // The destination's count, kept with every write of a job's state, rather than a walk of the
+  // due index up to the limit: the same number in one row read, however long the backlog.
+  if (deliveries.counts.pending(filter.destinationId) >= args.backlogLimit) return heldStep;
   const pending = db.prepare(`SELECT user_ids, source_ids, plan FROM regulations WHERE status = 'pending'`).all() as PendingRegulationRow[];
   if (unplannedInScope(pending, filter.sourceIds)) return heldStep;
   const page = (

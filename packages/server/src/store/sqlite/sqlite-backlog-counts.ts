@@ -24,6 +24,7 @@ export interface BacklogCountRow {
 export class SqliteBacklogCounts {
   private readonly adjustSql: Database.Statement<[string, number, number]>;
   private readonly rowsSql: Database.Statement<[], { d: string; p: number; x: number }>;
+  private readonly pendingSql: Database.Statement<[string], number>;
   /**
    * Per destination, an id at or below that of each of its pending jobs: the oldest found at
    * the last search, lowered by every write that makes a job pending ({@link lowerOldestBound}:
@@ -55,6 +56,7 @@ export class SqliteBacklogCounts {
        ON CONFLICT (destination_id) DO UPDATE SET pending = pending + excluded.pending, dead = dead + excluded.dead`,
     );
     this.rowsSql = db.prepare(`SELECT destination_id AS d, pending AS p, dead AS x FROM temp.delivery_backlog WHERE pending <> 0 OR dead <> 0 ORDER BY d`);
+    this.pendingSql = db.prepare<[string], number>(`SELECT pending FROM temp.delivery_backlog WHERE destination_id = ?`).pluck();
   }
 
   /** Adds to a destination's counts; runs inside the caller's transaction. */
@@ -81,6 +83,11 @@ export class SqliteBacklogCounts {
   /** Every destination with a pending job or a dead letter, in id order. */
   rows(): BacklogCountRow[] {
     return this.rowsSql.all().map((r) => ({ destinationId: r.d, pending: r.p, dead: r.x }));
+  }
+
+  /** How many jobs of a destination are pending, as the caller's transaction sees them (one row read, however many). */
+  pending(destinationId: string): number {
+    return this.pendingSql.get(destinationId) ?? 0;
   }
 
   /** Where the search for a destination's oldest pending job starts (0: from the first). */
