@@ -136,12 +136,24 @@ test('a comment every 15 s on the clock keeps a quiet stream alive', async (t) =
   const stream = await openTail(ferry, '?events=ingest:accepted');
   after(() => stream.close());
   await stream.waitFor(/^: ferry tail: /m, 'the opening comment');
+  const heartbeats = () => stream.text().match(/^: heartbeat\n\n/gm)?.length ?? 0;
+  // An event the stream carries after the clock moved: a heartbeat due by then was written
+  // before it, on the same stream, so once the event is read the heartbeat would be too.
+  const marker = async (n: number) => {
+    assert.equal((await ferry.send('/v1/batch', { batch: [{ type: 'track', userId: 'u1', event: 'Marker', messageId: `marker-${n}` }] })).status, 200);
+    await stream.waitFor(new RegExp(`(^event: ingest:accepted\n[^]*){${n}}`, 'm'), `the marker event ${n}`);
+  };
   clock.advance(tailHeartbeatMs - 1);
-  assert.doesNotMatch(stream.text(), /heartbeat/);
+  await marker(1);
+  assert.equal(heartbeats(), 0, 'no heartbeat a millisecond before 15 s');
   clock.advance(1);
   await stream.waitFor(/^: heartbeat\n\n/m, 'the first heartbeat');
-  clock.advance(tailHeartbeatMs);
+  clock.advance(tailHeartbeatMs - 1);
+  await marker(2);
+  assert.equal(heartbeats(), 1, 'no second heartbeat a millisecond before 15 s more');
+  clock.advance(1);
   await stream.waitFor(/(^: heartbeat\n\n[^]*){2}/m, 'the second heartbeat');
+  assert.equal(heartbeats(), 2);
 });
 
 test('a client that goes away takes its listeners with it; past the cap a new stream is refused 429 until one closes', async (t) => {
