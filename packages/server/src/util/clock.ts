@@ -75,6 +75,13 @@ export class ManualClock implements Clock {
   now(): number {
     return this.current;
   }
+  /**
+   * The due times of the timers set and not yet run, soonest first: a test sees that a
+   * component sleeps until an exact time, rather than guessing it has had turns enough to act.
+   */
+  pendingTimers(): number[] {
+    return this.waiting.map((t) => t.atMs).sort((a, b) => a - b);
+  }
   advance(ms: number): void {
     this.set(this.current + ms);
   }

@@ -367,18 +367,26 @@ for (const backend of backends) {
       assert.equal((await t.send('/v1/batch', { batch: [1, 2, 3].map((n) => track(n)) })).status, 200);
       assert.equal((await t.admin('POST', '/destinations', webhooksDestination('late', [receiver.url]))).status, 201);
       const id = (await t.admin('POST', '/replays', { destinationId: 'late', since: isoAt(T0), ratePerSecond: 1 })).json.job.id;
-      await eventually(async () => (await job(t, id)).replayed === 1, 'the first batch, of one event');
-      // Only the clock's timer ends the wait: short of 1 s, nothing more is queued.
-      clock.advance(999);
-      for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
-      assert.equal((await job(t, id)).replayed, 1);
-      clock.advance(1);
-      await eventually(async () => (await job(t, id)).replayed === 2, 'the second batch, a second later');
-      await t.idle();
-      clock.advance(1000);
-      await eventually(async () => (await job(t, id)).replayed === 3, 'the third batch');
-      clock.advance(1000);
-      await eventually(async () => (await job(t, id)).status === 'done', 'the job to end');
+      // Each batch, of one event, is followed by a sleep on the clock until exactly a second after
+      // it: its timer is seen waiting, and a millisecond short of it the job still sleeps on it.
+      for (const n of [1, 2, 3]) {
+        const batchAtMs = clock.now();
+        await eventually(
+          async () => (await job(t, id)).replayed === n && clock.pendingTimers().includes(batchAtMs + 1000),
+          `batch ${n}, then a sleep until a second after it`,
+        );
+        // The worker sends the batch's delivery, so that the destination's backlog does not hold the next.
+        await t.idle();
+        clock.advance(999);
+        assert.ok(clock.pendingTimers().includes(batchAtMs + 1000), `a millisecond short of a second after batch ${n}, the job still sleeps`);
+        assert.equal((await job(t, id)).replayed, n);
+        clock.advance(1);
+      }
+      await eventually(async () => (await job(t, id)).status === 'done', 'the job to end, a second after its last event');
+      assert.deepEqual(
+        receiver.requests.map((r) => r.json.messageId),
+        ['k1', 'k2', 'k3'],
+      );
     });
 
     test('cancel stops a job after its batch under way, keeps what it queued, is idempotent and audited', async (ctx) => {

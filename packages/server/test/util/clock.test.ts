@@ -57,4 +57,16 @@ describe('ManualClock timers', () => {
     clock.set(1000);
     assert.equal(ran, true);
   });
+
+  test('C06 pendingTimers: the due times of the timers not yet run, soonest first; a timer that ran or was cleared is gone', () => {
+    const clock = new ManualClock(1000);
+    assert.deepEqual(clock.pendingTimers(), []);
+    clock.timers.setTimeout(() => {}, 300);
+    const cleared = clock.timers.setTimeout(() => {}, 200);
+    clock.timers.setTimeout(() => {}, 100);
+    assert.deepEqual(clock.pendingTimers(), [1100, 1200, 1300]);
+    clock.timers.clearTimeout(cleared);
+    clock.advance(100);
+    assert.deepEqual(clock.pendingTimers(), [1300]);
+  });
 });
