@@ -3,7 +3,7 @@ import type { PruneBatchRequest, PruneBatchResult, RetentionStore, StoreRowEstim
 import { beforeCutoff, retentionTables } from '../retention-tables.js';
 import { inTransaction } from './pg-pools.js';
 
-/** Least rows deleted from a table since its last vacuum by this node before, with autovacuum off, the pruner vacuums it. */
+/** Least rows deleted from a table since its last vacuum by this node before, where autovacuum does not run, the pruner vacuums it. */
 export const VACUUM_AFTER_ROWS = 1_000;
 /** Share of a table's rows deleted past which the pruner vacuums it: autovacuum's own default rule (`autovacuum_vacuum_scale_factor`). */
 export const VACUUM_SCALE_FACTOR = 0.2;
@@ -22,8 +22,9 @@ export function vacuumThreshold(rows: number): number {
  * lock (`pg_try_advisory_xact_lock`): with several nodes, one prunes at a time and the others,
  * finding it taken, leave the run to it; the lock goes with the transaction, so a node that
  * dies holds nothing. Deleted rows are left to autovacuum, which keeps the tables from growing
- * past their size in steady state; where it is off, the pruner vacuums a table itself once its deletions pass
- * {@link vacuumThreshold}.
+ * past their size in steady state; on a table it does not visit (off for the server, or for the
+ * table by its `autovacuum_enabled` storage parameter), the pruner vacuums it itself once its
+ * deletions pass {@link vacuumThreshold}.
  */
 export class PgRetention implements RetentionStore {
   private readonly deletedSinceVacuum = new Map<string, number>();
@@ -63,13 +64,27 @@ export class PgRetention implements RetentionStore {
   async reclaimSpace(): Promise<number> {
     const due = await this.dueForVacuum();
     if (due.length === 0) return 0;
-    const { rows } = await this.pool.query<{ setting: string }>(`SELECT setting FROM pg_settings WHERE name = 'autovacuum'`);
+    const autovacuumed = await this.autovacuumed(due);
     for (const table of due) {
-      // Autovacuum, when on, does this in its own time and pace.
-      if (rows[0]?.setting !== 'on') await this.pool.query(`VACUUM ${table}`);
+      // Autovacuum, where it runs, does this in its own time and pace.
+      if (!autovacuumed.has(table)) await this.pool.query(`VACUUM ${table}`);
       this.deletedSinceVacuum.set(table, 0);
     }
     return 0;
+  }
+
+  /**
+   * Which of `tables` autovacuum visits: none when the server's `autovacuum` is off, else those
+   * whose own `autovacuum_enabled` storage parameter is not false (`ALTER TABLE ... SET`).
+   */
+  private async autovacuumed(tables: string[]): Promise<Set<string>> {
+    const { rows } = await this.pool.query<{ relname: string }>(
+      `SELECT c.relname FROM pg_class c
+       WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = ANY($1) AND current_setting('autovacuum')::boolean
+         AND COALESCE((SELECT o.option_value::boolean FROM pg_options_to_table(c.reloptions) o WHERE o.option_name = 'autovacuum_enabled'), true)`,
+      [tables],
+    );
+    return new Set(rows.map((r) => r.relname));
   }
 
   /**
