@@ -41,8 +41,8 @@ export interface RetentionStore {
   /**
    * Gives space freed by deletions back: SQLite frees up to `maxPages` pages of the file
    * (incremental vacuum) when free pages are a large share of it, and answers how many are
-   * left worth freeing (0: done); PostgreSQL vacuums a table pruned a lot that autovacuum does
-   * not visit (off for the server or for the table), and answers 0.
+   * left worth freeing (0: done); PostgreSQL vacuums a table with many dead rows (pruned, or
+   * left by the delivery queue and by updates) when autovacuum does not cover it, and answers 0.
    */
   reclaimSpace(maxPages: number): Promise<number>;
   /** Bytes the store takes: SQLite's file, PostgreSQL's tables of its schema with their indexes. */

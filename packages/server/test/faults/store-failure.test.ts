@@ -84,12 +84,20 @@ interface Harness {
   stop(): Promise<void>;
 }
 
+/**
+ * The receiver's outage before the fault opens its circuit breaker, and the default cool-down
+ * (30 s) would hold every delivery for about as long as the test waits for them after the disk
+ * clears: short cool-downs and ramp keep the breaker in play, probing through the fault.
+ */
+const quickBreaker = { circuitBreaker: { cooldownMs: 200, maxCooldownMs: 1000, rampStepMs: 100 } };
+
 async function startHarness(dataDir: string, deliver = true): Promise<Harness> {
   const receiver = await startReceiver();
   const ferry = await createFerry({
-    config: testConfig([webhooksDestination('hooks', [receiver.url])], {
-      // Short lease and poll, so deliveries whose completion failed during the fault come back soon.
-      delivery: { leaseMs: 2000, timeoutMs: 500, pollIntervalMs: 50, retry: { initialDelayMs: 100, jitter: 0 } },
+    config: testConfig([webhooksDestination('hooks', [receiver.url], quickBreaker)], {
+      // Short lease and poll, so deliveries whose completion failed during the fault come back soon;
+      // retries capped at 1 s, so a job the outage pushed far back is due soon after it ends.
+      delivery: { leaseMs: 2000, timeoutMs: 500, pollIntervalMs: 50, retry: { initialDelayMs: 100, maxDelayMs: 1000, jitter: 0 } },
     }),
     dataDir,
     adminToken,

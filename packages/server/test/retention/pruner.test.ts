@@ -7,7 +7,7 @@ import pg from 'pg';
 import { DAY_MS, defaultRetention, type RetentionSettings } from '../../src/model/retention.js';
 import { RetentionPruner } from '../../src/retention/pruner.js';
 import { loadRetention, saveRetention } from '../../src/retention/retention-settings.js';
-import { PgRetention, vacuumThreshold } from '../../src/store/postgres/pg-retention.js';
+import { PgRetention, tablesToVacuum, vacuumThreshold, type TableVacuumState } from '../../src/store/postgres/pg-retention.js';
 import { PgStore } from '../../src/store/postgres/pg-store.js';
 import { SqliteStore } from '../../src/store/sqlite/sqlite-store.js';
 import type { NewEvent, PruneBatchRequest, Store } from '../../src/store/store.js';
@@ -301,43 +301,140 @@ test('two PostgreSQL nodes pruning at once delete each row once', async (t) => {
   }
 });
 
-test('the vacuum threshold is a fifth of the table, as autovacuum would use, and at least 1,000 deletions', () => {
+test("the vacuum threshold is a tenth of the table, half of autovacuum's default, and at least 1,000 dead rows", () => {
   assert.equal(vacuumThreshold(0), 1_000);
   assert.equal(vacuumThreshold(4_000), 1_000);
-  assert.equal(vacuumThreshold(30_000), 6_000);
-  assert.equal(vacuumThreshold(10_000_000), 2_000_000);
+  assert.equal(vacuumThreshold(30_000), 3_000);
+  assert.equal(vacuumThreshold(10_000_000), 1_000_000);
 });
 
-test('on PostgreSQL a table is due for a vacuum once a fifth of it (at least 1,000 rows) was pruned; a table autovacuum does not visit, the pruner vacuums', async (t) => {
+test('the pruner vacuums a table autovacuum does not cover once its dead rows grew by the threshold since its last vacuum', () => {
+  const none = new Map<string, number>();
+  const table = (over: Partial<TableVacuumState> = {}): TableVacuumState => ({ table: 'events', rows: 30_000, deadRows: 0, autovacuum: false, ...over });
+  assert.deepEqual(tablesToVacuum([table({ deadRows: 2_999 })], none, none), [], 'short of a tenth');
+  assert.deepEqual(tablesToVacuum([table({ deadRows: 3_000 })], none, none), ['events'], 'a tenth of the table');
+  assert.deepEqual(tablesToVacuum([table({ deadRows: 30_000, autovacuum: true })], none, new Map([['events', 30_000]])), [], 'autovacuum covers it');
+  // Not pruned, but emptied as jobs are delivered: its dead rows count the same.
+  const queue = table({ table: 'delivery_queue', rows: 200 });
+  assert.deepEqual(tablesToVacuum([{ ...queue, deadRows: 999 }], none, none), [], 'a small table: short of 1,000');
+  assert.deepEqual(tablesToVacuum([{ ...queue, deadRows: 1_000 }], none, none), ['delivery_queue']);
+  // Rows the last vacuum could not remove (an open transaction may still see them) are counted from.
+  const kept = new Map([['events', 4_000]]);
+  assert.deepEqual(tablesToVacuum([table({ deadRows: 6_999 })], kept, none), [], 'what the last vacuum kept plus less than a tenth');
+  assert.deepEqual(tablesToVacuum([table({ deadRows: 7_000 })], kept, none), ['events']);
+  // The statistics reach other sessions up to a second late, or never with track_counts off.
+  assert.deepEqual(tablesToVacuum([table({ deadRows: 0 })], none, new Map([['events', 3_000]])), ['events'], "the pruner's own count stands in");
+  assert.deepEqual(
+    tablesToVacuum([table({ deadRows: 3_000 }), queue, table({ table: 'attempts', deadRows: 3_000, autovacuum: true })], none, none),
+    ['events'],
+    'each table on its own',
+  );
+});
+
+/** A connection of the test's own to the store's schema. */
+async function schemaClient(url: string, schema: string, onCleanup: (fn: () => Promise<void>) => void): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
+  await client.connect();
+  onCleanup(() => client.end());
+  return client;
+}
+
+/** A table's dead rows by PostgreSQL's statistics. */
+async function deadRows(client: pg.Client, table: string): Promise<number> {
+  const { rows } = await client.query(`SELECT n_dead_tup FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname = $1`, [table]);
+  return Number(rows[0]?.n_dead_tup ?? 0);
+}
+
+/** How many times a table was vacuumed by hand (by the pruner), by PostgreSQL's statistics. */
+async function vacuums(client: pg.Client, table: string): Promise<number> {
+  const { rows } = await client.query(`SELECT vacuum_count FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname = $1`, [table]);
+  return Number(rows[0]?.vacuum_count ?? 0);
+}
+
+/** Bounded wait until the statistics count `n` dead rows (a session that ended reports them a moment later). */
+async function statisticsShow(client: pg.Client, table: string, n: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while ((await deadRows(client, table)) < n) {
+    if (Date.now() > deadline) throw new Error(`the statistics did not show ${n} dead rows in ${table} within 10 s (${await deadRows(client, table)})`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+test('on PostgreSQL a pruned table is vacuumed by the pruner once a tenth of it (at least 1,000 rows) was deleted, where autovacuum is off for it', async (t) => {
   const onCleanup = cleanups(t);
   const { url, schema } = await freshSchema(onCleanup);
   const store = await PgStore.open({ connectionString: url, schema, poolSize: 2 });
   onCleanup(() => store.close());
   const retention = store.retention;
   assert.ok(retention instanceof PgRetention);
-  for (let i = 0; i < 12; i++)
+  const client = await schemaClient(url, schema, onCleanup);
+  // Off for this table whatever the server's setting, as an operator may set it.
+  await client.query(`ALTER TABLE events SET (autovacuum_enabled = off)`);
+  for (let i = 0; i < 24; i++)
     await store.ingest({ receivedAtMs: t0, events: Array.from({ length: 500 }, (_, j) => event(`v${i}-${j}`, t0, { deliveries: [] })), rejections: [] });
-  const client = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
-  await client.connect();
-  onCleanup(() => client.end());
   const estimate = async () =>
     Number((await client.query(`SELECT reltuples FROM pg_class WHERE relname = 'events' AND relnamespace = current_schema()::regnamespace`)).rows[0].reltuples);
-  // Autovacuum off for this table, whatever the server's setting: the pruner's to vacuum, and
-  // no autovacuum (nor its analyze) changes the estimate behind the test's back.
-  await client.query(`ALTER TABLE events SET (autovacuum_enabled = off)`);
-  // The row estimate the rule reads: 6,000 rows, so a fifth is 1,200.
+  // The row estimate the rule reads: 12,000 rows, so a tenth is 1,200.
   await client.query(`ANALYZE events`);
-  assert.equal(await estimate(), 6_000);
+  assert.equal(await estimate(), 12_000);
   const prune = async (limit: number, afterId: number) => retention.pruneBatch({ kind: 'events', cutoffMs: t0 + 1, afterId, limit });
 
-  // The decision does not depend on autovacuum: it is the rule's, on either setting.
   const first = await prune(1_100, 0);
   assert.equal(first.deleted, 1_100);
-  assert.deepEqual(await retention.dueForVacuum(), [], 'past 1,000 deletions, short of a fifth of the table');
+  assert.ok(!(await retention.dueForVacuum()).includes('events'), 'past 1,000 deletions, short of a tenth of the table');
   assert.equal((await prune(100, first.lastId)).deleted, 100);
-  assert.deepEqual(await retention.dueForVacuum(), ['events'], 'a fifth of the table');
+  assert.ok((await retention.dueForVacuum()).includes('events'), 'a tenth of the table');
 
   await retention.reclaimSpace();
-  assert.deepEqual(await retention.dueForVacuum(), [], 'vacuumed: counted from zero again');
-  assert.equal(await estimate(), 4_800, 'the pruner ran VACUUM, which set the estimate to the rows left');
+  // VACUUM set the estimate to the rows left.
+  assert.equal(await estimate(), 10_800);
+  assert.ok(!(await retention.dueForVacuum()).includes('events'), 'vacuumed: counted from zero again');
+});
+
+test('on PostgreSQL the delivery queue, emptied by deliveries rather than pruned, is vacuumed too; rows an open transaction still sees do not call for a vacuum at every run', async (t) => {
+  const onCleanup = cleanups(t);
+  const { url, schema } = await freshSchema(onCleanup);
+  const store = await PgStore.open({ connectionString: url, schema, poolSize: 2 });
+  onCleanup(() => store.close());
+  const retention = store.retention;
+  const client = await schemaClient(url, schema, onCleanup);
+  await client.query(`ALTER TABLE delivery_queue SET (autovacuum_enabled = off)`);
+  const autovacuumOn = (await client.query(`SHOW autovacuum`)).rows[0].autovacuum === 'on';
+  // Jobs queued, then every one taken out of the queue at once (their destination deleted), by
+  // a node of its own: a session reports its statistics when it ends, and while it lives up to
+  // 10 s after a transaction, which the pruner's rule (run every minute) need not wait for here.
+  const queueAndAbandon = async (prefix: string, nowMs: number) => {
+    const node = await PgStore.open({ connectionString: url, schema, poolSize: 1 });
+    try {
+      for (let i = 0; i < 6; i++)
+        await node.ingest({ receivedAtMs: t0, events: Array.from({ length: 200 }, (_, j) => event(`${prefix}${i}-${j}`, t0)), rejections: [] });
+      assert.deepEqual(await retention.dueForVacuum(), [], '1,200 jobs queued, none dead');
+      assert.equal(await node.abandonPending('d1', nowMs), 1_200);
+    } finally {
+      await node.close();
+    }
+    await statisticsShow(client, 'delivery_queue', 1_200);
+  };
+
+  await queueAndAbandon('a', t0 + 1);
+  const due = await retention.dueForVacuum();
+  assert.ok(due.includes('delivery_queue'), `nothing pruned, yet the queue is due: ${due.join(', ')}`);
+  // The jobs' deliveries were updated (dead-lettered): their old versions are left to autovacuum where it is on.
+  if (autovacuumOn) assert.deepEqual(due, ['delivery_queue']);
+  await retention.reclaimSpace();
+  assert.equal(await vacuums(client, 'delivery_queue'), 1, 'vacuumed');
+  assert.ok(!(await retention.dueForVacuum()).includes('delivery_queue'), 'vacuumed: counted from there');
+
+  // An open transaction's snapshot keeps the next dead rows from being removed.
+  const reader = await schemaClient(url, schema, onCleanup);
+  await reader.query(`BEGIN ISOLATION LEVEL REPEATABLE READ`);
+  await reader.query(`SELECT count(*) FROM delivery_queue`);
+  await queueAndAbandon('b', t0 + 2);
+  assert.ok((await retention.dueForVacuum()).includes('delivery_queue'));
+  await retention.reclaimSpace();
+  assert.equal(await vacuums(client, 'delivery_queue'), 2);
+  // (At least: a transaction of another session of the database may hold rows back too.)
+  assert.ok((await deadRows(client, 'delivery_queue')) >= 1_200, 'the vacuum could remove none of them');
+  assert.ok(!(await retention.dueForVacuum()).includes('delivery_queue'), 'what the vacuum kept is not due again');
+  await reader.query(`COMMIT`);
 });

@@ -3,18 +3,57 @@ import type { PruneBatchRequest, PruneBatchResult, RetentionStore, StoreRowEstim
 import { beforeCutoff, retentionTables } from '../retention-tables.js';
 import { inTransaction } from './pg-pools.js';
 
-/** Least rows deleted from a table since its last vacuum by this node before, where autovacuum does not run, the pruner vacuums it. */
+/** Least dead rows in a table before the pruner, where autovacuum does not cover it, vacuums it. */
 export const VACUUM_AFTER_ROWS = 1_000;
-/** Share of a table's rows deleted past which the pruner vacuums it: autovacuum's own default rule (`autovacuum_vacuum_scale_factor`). */
-export const VACUUM_SCALE_FACTOR = 0.2;
+/**
+ * Share of a table's rows dead past which the pruner vacuums it: half of autovacuum's default
+ * (`autovacuum_vacuum_scale_factor`, 0.2). Space is reused only after a vacuum, so a table pruned
+ * from its old end settles at about this share above its live rows: a tenth keeps the store
+ * well within 1.25x of its first retention window (the retention benchmark's goal).
+ */
+export const VACUUM_SCALE_FACTOR = 0.1;
 
 /**
- * Deletions after which the pruner vacuums a table of about `rows` rows: a fifth of it, as
- * autovacuum would, so the space a steady load frees is reused before the table grows much
- * past one retention window; never fewer than {@link VACUUM_AFTER_ROWS}.
+ * Dead rows after which the pruner vacuums a table of about `rows` rows: a tenth of it, never
+ * fewer than {@link VACUUM_AFTER_ROWS}.
  */
 export function vacuumThreshold(rows: number): number {
   return Math.max(VACUUM_AFTER_ROWS, Math.round(VACUUM_SCALE_FACTOR * rows));
+}
+
+/** What the vacuum rule reads of one table of the schema. */
+export interface TableVacuumState {
+  table: string;
+  /** The planner's estimate of its live rows. */
+  rows: number;
+  /** Dead rows by PostgreSQL's statistics (0 where `track_counts` is off). */
+  deadRows: number;
+  /** Whether autovacuum takes care of it: on for the server and not turned off for the table. */
+  autovacuum: boolean;
+}
+
+/**
+ * The tables the pruner vacuums itself: those autovacuum does not cover, whose dead rows grew by
+ * {@link vacuumThreshold} since the pruner last vacuumed them. Dead rows count every table of
+ * the schema, not only those pruned: the delivery queue loses each row once it is delivered and
+ * updated rows leave their old versions, and with nobody vacuuming them those tables grow
+ * without end. `deadAfterVacuum` is what a table's last vacuum could not remove (rows an open
+ * transaction may still see), so that such rows do not call for a vacuum at every run;
+ * `deletedSinceVacuum` is this node's own count of pruned rows, which stands in when the
+ * statistics lag or are off.
+ */
+export function tablesToVacuum(
+  tables: readonly TableVacuumState[],
+  deadAfterVacuum: ReadonlyMap<string, number>,
+  deletedSinceVacuum: ReadonlyMap<string, number>,
+): string[] {
+  return tables
+    .filter((t) => {
+      if (t.autovacuum) return false;
+      const dead = Math.max(t.deadRows - (deadAfterVacuum.get(t.table) ?? 0), deletedSinceVacuum.get(t.table) ?? 0);
+      return dead >= vacuumThreshold(t.rows);
+    })
+    .map((t) => t.table);
 }
 
 /**
@@ -22,12 +61,14 @@ export function vacuumThreshold(rows: number): number {
  * lock (`pg_try_advisory_xact_lock`): with several nodes, one prunes at a time and the others,
  * finding it taken, leave the run to it; the lock goes with the transaction, so a node that
  * dies holds nothing. Deleted rows are left to autovacuum, which keeps the tables from growing
- * past their size in steady state; on a table it does not visit (off for the server, or for the
- * table by its `autovacuum_enabled` storage parameter), the pruner vacuums it itself once its
- * deletions pass {@link vacuumThreshold}.
+ * past their size in steady state; where it is off (for the server or a table), the pruner
+ * vacuums a table itself once its dead rows pass {@link vacuumThreshold} (see {@link tablesToVacuum}).
  */
 export class PgRetention implements RetentionStore {
+  /** Rows this node pruned from each table since it last vacuumed it. */
   private readonly deletedSinceVacuum = new Map<string, number>();
+  /** Dead rows each table's statistics counted just after the pruner's last vacuum of it. */
+  private readonly deadAfterVacuum = new Map<string, number>();
 
   constructor(private readonly pool: pg.Pool) {}
 
@@ -62,40 +103,38 @@ export class PgRetention implements RetentionStore {
   }
 
   async reclaimSpace(): Promise<number> {
-    const due = await this.dueForVacuum();
-    if (due.length === 0) return 0;
-    const autovacuumed = await this.autovacuumed(due);
-    for (const table of due) {
-      // Autovacuum, where it runs, does this in its own time and pace.
-      if (!autovacuumed.has(table)) await this.pool.query(`VACUUM ${table}`);
+    for (const table of await this.dueForVacuum()) {
+      await this.pool.query(`VACUUM "${table.replaceAll('"', '""')}"`);
       this.deletedSinceVacuum.set(table, 0);
+      // A vacuum's own report reaches the statistics at once.
+      const { rows } = await this.pool.query<{ dead: string }>(
+        `SELECT n_dead_tup AS dead FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname = $1`,
+        [table],
+      );
+      this.deadAfterVacuum.set(table, Number(rows[0]?.dead ?? 0));
     }
     return 0;
   }
 
   /**
-   * Which of `tables` autovacuum visits: none when the server's `autovacuum` is off, else those
-   * whose own `autovacuum_enabled` storage parameter is not false (`ALTER TABLE ... SET`).
-   */
-  private async autovacuumed(tables: string[]): Promise<Set<string>> {
-    const { rows } = await this.pool.query<{ relname: string }>(
-      `SELECT c.relname FROM pg_class c
-       WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = ANY($1) AND current_setting('autovacuum')::boolean
-         AND COALESCE((SELECT o.option_value::boolean FROM pg_options_to_table(c.reloptions) o WHERE o.option_name = 'autovacuum_enabled'), true)`,
-      [tables],
-    );
-    return new Set(rows.map((r) => r.relname));
-  }
-
-  /**
-   * The tables this node pruned past {@link vacuumThreshold} of their estimated rows since it
-   * last vacuumed them (or left them to autovacuum): those the next {@link reclaimSpace} takes.
-   * The decision is the same whether autovacuum is on or off; only who vacuums differs.
+   * The tables the next {@link reclaimSpace} vacuums (see {@link tablesToVacuum}); none while
+   * autovacuum covers them all, which does this in its own time and pace.
    */
   async dueForVacuum(): Promise<string[]> {
-    if (![...this.deletedSinceVacuum.values()].some((n) => n >= VACUUM_AFTER_ROWS)) return [];
-    const sizes = await this.rowEstimates();
-    return [...this.deletedSinceVacuum].filter(([table, n]) => n >= vacuumThreshold(sizes[table as keyof StoreRowEstimates] ?? 0)).map(([table]) => table);
+    return tablesToVacuum(await this.vacuumStates(), this.deadAfterVacuum, this.deletedSinceVacuum);
+  }
+
+  /** Every table of the schema as the vacuum rule reads it, from the catalog and the statistics. */
+  private async vacuumStates(): Promise<TableVacuumState[]> {
+    const { rows } = await this.pool.query<{ table: string; rows: number; dead: string; autovacuum: boolean }>(
+      `SELECT c.relname AS table, GREATEST(c.reltuples, 0)::float8 AS rows, COALESCE(s.n_dead_tup, 0) AS dead,
+              current_setting('autovacuum')::boolean
+                AND NOT EXISTS (SELECT 1 FROM unnest(c.reloptions) o WHERE o ~* '^autovacuum_enabled=(false|off|no|0|f|n)$') AS autovacuum
+       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+       LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
+       WHERE n.nspname = current_schema() AND c.relkind = 'r'`,
+    );
+    return rows.map((r) => ({ table: r.table, rows: Math.round(r.rows), deadRows: Number(r.dead), autovacuum: r.autovacuum }));
   }
 
   async sizeBytes(): Promise<number> {
