@@ -40,12 +40,17 @@ for (const kind of storeKinds) {
         ['succeeded', 'dead', 'pending'],
       );
       assert.equal(ok.requests.length, 1);
+      // What metrics read: pending and dead per destination, kept by the store's writes on SQLite.
+      const backlog = async () =>
+        Object.fromEntries((await server.ferry.store.backlog()).map((b) => [b.destinationId, [b.pending, b.dead]])) as Record<string, [number, number]>;
+      assert.deepEqual(await backlog(), { down: [1, 0], refusing: [0, 1] });
 
       clock.advance(60_000);
       const replayed = await server.admin('POST', `/deliveries/${by('hooks').id}/replay`);
       assert.deepEqual([replayed.status, replayed.json], [200, { replayed: 1 }]);
       const again = (await server.admin('GET', `/deliveries/${by('hooks').id}`)).json;
       assert.deepEqual([again.status, again.attemptCount, again.completedAt, again.nextAttemptAt], ['pending', 0, null, new Date(T0 + 60_000).toISOString()]);
+      assert.deepEqual(await backlog(), { down: [1, 0], hooks: [1, 0], refusing: [0, 1] }, 'a delivered one replayed is pending');
       await server.idle();
       await ok.waitFor(2);
       const [first, second] = ok.requests;
@@ -63,11 +68,13 @@ for (const kind of storeKinds) {
       );
 
       assert.deepEqual((await server.admin('POST', `/deliveries/${by('refusing').id}/replay`)).json, { replayed: 1 }, 'a dead one too');
+      assert.deepEqual(await backlog(), { down: [1, 0], refusing: [1, 0] }, 'a dead one replayed is pending, no longer dead');
       await server.idle();
       await refusing.waitFor(2);
       assert.deepEqual(refusing.requests[1]!.body, refusing.requests[0]!.body);
       assert.equal((await server.admin('GET', `/deliveries/${by('refusing').id}`)).json.status, 'dead', 'refused again, dead again');
       assert.equal((await server.admin('GET', '/dead-letters')).json.deliveries.length, 1);
+      assert.deepEqual(await backlog(), { down: [1, 0], refusing: [0, 1] });
 
       const down = (await server.admin('GET', `/deliveries/${by('down').id}`)).json;
       const pending = await server.admin('POST', `/deliveries/${by('down').id}/replay`);
