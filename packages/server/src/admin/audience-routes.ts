@@ -90,9 +90,9 @@ const collections: { path: string; kind: AudienceKind; noun: string }[] = [
 /**
  * Admin routes of audiences (`/audiences`) and computed traits (`/computed-traits`): create
  * (which runs the first sync at once, so every current member is sent), list, show, change
- * (a merge patch, the members kept), list the members and the sync history, delete, and sync now; and preview a
- * definition (`POST .../preview`: how many users it would hold now, nothing stored). Register
- * inside the admin scope so its Bearer-token hook applies.
+ * (a merge patch, the members kept), list the members and the sync history, delete, and sync
+ * now; and preview a definition (`POST .../preview`: how many users it would hold now,
+ * nothing stored). Register inside the admin scope so its Bearer-token hook applies.
  */
 export async function audienceRoutes(app: FastifyInstance, deps: AudienceRouteDeps): Promise<void> {
   const { audiences, sync, catalog, clock } = deps;

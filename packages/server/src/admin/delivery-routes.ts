@@ -78,8 +78,7 @@ export function knownIds(catalog: Catalog) {
 /**
  * Deliveries and dead letters: the search (`GET /deliveries`, `GET /dead-letters`), one
  * delivery with its attempts, the replay of one finished delivery (delivered or dead) and of
- * one dead letter. Bulk replay is in
- * replay-routes.ts.
+ * one dead letter. Bulk replay is in replay-routes.ts.
  */
 export async function deliveryRoutes(app: FastifyInstance, deps: DeliveryRouteDeps): Promise<void> {
   const { store, catalog, clock } = deps;

@@ -1,4 +1,5 @@
 import type { AudienceMember } from './audience-store.js';
+import { storedText } from './rows.js';
 import {
   absentValue,
   type AudienceDefinition,
@@ -184,7 +185,10 @@ const errorTextLimit = 1000;
  */
 export function syncValues(e: SyncEntry): { quiet: boolean; values: unknown[] } {
   if ('error' in e) {
-    return { quiet: false, values: [e.audienceId, e.startedAtMs, e.finishedAtMs, null, null, null, null, null, null, null, e.error.slice(0, errorTextLimit)] };
+    return {
+      quiet: false,
+      values: [e.audienceId, e.startedAtMs, e.finishedAtMs, null, null, null, null, null, null, null, storedText(e.error.slice(0, errorTextLimit))],
+    };
   }
   const o = e.outcome;
   return {
