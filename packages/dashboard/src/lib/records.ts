@@ -114,6 +114,23 @@ export interface SyncResult {
   memberCount: number;
 }
 
+/** One entry of an audience's sync history (`GET …/{id}/syncs`): one sync, or a run of quiet ones folded together. */
+export interface SyncHistoryEntry {
+  id: number;
+  status: 'done' | 'failed';
+  startedAt: string;
+  finishedAt: string;
+  runs: number;
+  syncCount: number | null;
+  added: number | null;
+  removed: number | null;
+  changed: number | null;
+  forgotten: number | null;
+  queued: number | null;
+  memberCount: number | null;
+  error: string | null;
+}
+
 /** A member and the value last queued for it. */
 export interface Member {
   userId: string;

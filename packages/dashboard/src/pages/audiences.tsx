@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { api, withQuery } from '../lib/api.js';
 import { audiencePath, describeRule, kindOfSegment, kinds } from '../lib/audience-paths.js';
 import { count, time } from '../lib/format.js';
-import type { Audience, AudienceKind, Member, SyncResult } from '../lib/records.js';
+import type { Audience, AudienceKind, Member, SyncHistoryEntry, SyncResult } from '../lib/records.js';
 import { href, navigate } from '../lib/router.js';
 import type { PageProps } from '../lib/types.js';
 import { useApi } from '../lib/use-api.js';
@@ -13,6 +13,7 @@ import { Pager, useCursor } from '../components/pager.js';
 import { AudienceForm } from './audience-form.js';
 
 const memberPage = 50;
+const syncPage = 20;
 
 /**
  * Audiences and computed traits: `#/audiences` lists both, `#/audiences/new/{kind}` creates,
@@ -93,7 +94,7 @@ function AudienceOne(props: { kind: AudienceKind; id: string; canWrite: boolean 
   const k = kinds[props.kind];
   const path = audiencePath(props.kind, props.id);
   const one = useApi<Audience>(path);
-  const [syncs, setSyncs] = useState<SyncResult[]>([]);
+  const [lastSync, setLastSync] = useState<SyncResult | null>(null);
   const [error, setError] = useState<unknown>();
   const [busy, setBusy] = useState(false);
   const [confirmDelete, setConfirmDelete] = useState(false);
@@ -114,8 +115,9 @@ function AudienceOne(props: { kind: AudienceKind; id: string; canWrite: boolean 
   const sync = () =>
     run(async () => {
       const result = await api<SyncResult>('POST', `${path}/sync`);
-      setSyncs((s) => [result, ...s]);
+      setLastSync(result);
       one.reload();
+      // The members and the history are read again, from their first pages.
       setMembersVersion((v) => v + 1);
     });
   const remove = () =>
@@ -176,7 +178,12 @@ function AudienceOne(props: { kind: AudienceKind; id: string; canWrite: boolean 
               {count(a.syncCount)} sync{a.syncCount === 1 ? '' : 's'} so far, the last at {time(a.lastSyncedAt)}; {count(a.memberCount)}{' '}
               {props.kind === 'audience' ? 'members' : 'profiles'} as of it.
             </p>
-            {syncs.length > 0 && <SyncTable syncs={syncs} />}
+            {lastSync && (
+              <StatusNotice>
+                Sync {lastSync.syncCount} done: {count(lastSync.queued)} change{lastSync.queued === 1 ? '' : 's'} queued.
+              </StatusNotice>
+            )}
+            <SyncHistory key={membersVersion} path={path} kind={props.kind} />
           </section>
           <Members key={membersVersion} path={path} kind={props.kind} />
           {props.canWrite && (
@@ -196,50 +203,89 @@ function AudienceOne(props: { kind: AudienceKind; id: string; canWrite: boolean 
   );
 }
 
-function SyncTable(props: { syncs: SyncResult[] }) {
+/** A count of the history, or a dash where the sync failed and has none. */
+const figure = (n: number | null) => (n === null ? '–' : count(n));
+
+/** The sync history from the API (`GET …/{id}/syncs`), newest first, whoever ran each sync. */
+function SyncHistory(props: { path: string; kind: AudienceKind }) {
+  const cursor = useCursor();
+  const history = useApi<{ syncs: SyncHistoryEntry[]; next: string | null }>(withQuery(`${props.path}/syncs`, { limit: syncPage, after: cursor.after }));
   return (
     <>
-      <StatusNotice>
-        Sync {props.syncs[0]!.syncCount} done: {count(props.syncs[0]!.queued)} change{props.syncs[0]!.queued === 1 ? '' : 's'} queued.
-      </StatusNotice>
-      <div class="table-wrap" role="region" aria-label="Syncs run from this page" tabIndex={0}>
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Sync</th>
-              <th scope="col">At</th>
-              <th scope="col" class="num">
-                Added
-              </th>
-              <th scope="col" class="num">
-                Removed
-              </th>
-              <th scope="col" class="num">
-                Changed
-              </th>
-              <th scope="col" class="num">
-                Queued
-              </th>
-              <th scope="col" class="num">
-                Members
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {props.syncs.map((s) => (
-              <tr key={s.syncCount}>
-                <th scope="row">#{s.syncCount}</th>
-                <td>{time(s.syncedAt)}</td>
-                <td class="num">{count(s.added)}</td>
-                <td class="num">{count(s.removed)}</td>
-                <td class="num">{count(s.changed)}</td>
-                <td class="num">{count(s.queued)}</td>
-                <td class="num">{count(s.memberCount)}</td>
+      <h3 id="history-title">History</h3>
+      <p class="hint">Newest first. Syncs in a row that changed nothing are one line; the last 100 lines are kept.</p>
+      {history.error !== undefined && <ErrorNotice error={history.error} />}
+      {history.loading && !history.data && <Loading />}
+      {history.data && history.data.syncs.length === 0 && <p class="muted">No sync yet.</p>}
+      {history.data && history.data.syncs.length > 0 && (
+        <div class="table-wrap" role="region" aria-labelledby="history-title" tabIndex={0}>
+          <table class="stack-table sync-history">
+            <thead>
+              <tr>
+                <th scope="col">Sync</th>
+                <th scope="col">Started</th>
+                <th scope="col">Finished</th>
+                <th scope="col" class="num">
+                  Added
+                </th>
+                <th scope="col" class="num">
+                  Removed
+                </th>
+                <th scope="col" class="num">
+                  Changed
+                </th>
+                <th scope="col" class="num">
+                  Queued
+                </th>
+                <th scope="col" class="num">
+                  {props.kind === 'audience' ? 'Members' : 'Profiles'}
+                </th>
               </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+            </thead>
+            <tbody>
+              {history.data.syncs.map((s) => (
+                <tr key={s.id}>
+                  <th scope="row" data-label="Sync">
+                    {s.status === 'failed' ? (
+                      <span class="badge badge-bad">failed</span>
+                    ) : s.runs > 1 ? (
+                      `#${(s.syncCount ?? 0) - s.runs + 1}–${s.syncCount} (${count(s.runs)} syncs, no change)`
+                    ) : (
+                      `#${s.syncCount}`
+                    )}
+                  </th>
+                  <td data-label="Started">{time(s.startedAt)}</td>
+                  <td data-label="Finished">{time(s.finishedAt)}</td>
+                  {s.status === 'failed' ? (
+                    <td colSpan={5} class="sync-error" data-label="Error">
+                      {s.error}
+                    </td>
+                  ) : (
+                    <>
+                      <td class="num" data-label="Added">
+                        {figure(s.added)}
+                      </td>
+                      <td class="num" data-label="Removed">
+                        {figure(s.removed)}
+                      </td>
+                      <td class="num" data-label="Changed">
+                        {figure(s.changed)}
+                      </td>
+                      <td class="num" data-label="Queued">
+                        {figure(s.queued)}
+                      </td>
+                      <td class="num" data-label={props.kind === 'audience' ? 'Members' : 'Profiles'}>
+                        {figure(s.memberCount)}
+                      </td>
+                    </>
+                  )}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <Pager label="Sync history" cursor={cursor} next={history.data?.next} />
     </>
   );
 }

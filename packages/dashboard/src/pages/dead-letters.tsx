@@ -11,11 +11,10 @@ import { Field } from '../components/field.js';
 import { ErrorNotice, Loading, StatusNotice } from '../components/notice.js';
 import { Pager, useCursor } from '../components/pager.js';
 import { whatOf } from './deliveries.js';
-import { errorClassesOf } from '../lib/error-classes.js';
 
 const pageSize = 50;
 
-/** The attempt log's error classes, which `POST /dead-letters/replay` filters on. */
+/** The attempt log's error classes, which `GET /dead-letters` and `POST /dead-letters/replay` filter on. */
 const errorClasses = ['http', 'timeout', 'connect', 'dns', 'tls', 'ssrf', 'invalid_url', 'protocol'] as const;
 
 interface Filter {
@@ -44,7 +43,20 @@ export function DeadLettersPage(props: PageProps) {
   const [filter, setFilter] = useState<Filter>(noFilter);
   const cursor = useCursor();
   const destinations = useApi<{ destinations: Destination[] }>('/destinations');
-  const list = useApi<DeliveryPage>(withQuery('/dead-letters', { destinationId: filter.destinationId, limit: pageSize, after: cursor.after }));
+  const since = isoFromLocal(filter.since);
+  const until = isoFromLocal(filter.until);
+  // The server filters, with the names the bulk replay takes: the list shows what "Replay all
+  // matching the filter" would take, page after page.
+  const list = useApi<DeliveryPage>(
+    withQuery('/dead-letters', {
+      destinationId: filter.destinationId,
+      errorClass: filter.errorClass,
+      since,
+      until,
+      limit: pageSize,
+      after: cursor.after,
+    }),
+  );
   const [selected, setSelected] = useState<Set<number>>(new Set());
   const [planned, setPlanned] = useState<Planned | null>(null);
   const [outcome, setOutcome] = useState<string | null>(null);
@@ -54,16 +66,7 @@ export function DeadLettersPage(props: PageProps) {
   // Bumped when a job ends, so the list of recent jobs is read again with its final state.
   const [jobsRead, setJobsRead] = useState(0);
 
-  // GET /dead-letters filters by destination only: the error class and the time of death are
-  // matched here, on the page read, the way the replay's own filter matches them.
-  const since = isoFromLocal(filter.since);
-  const until = isoFromLocal(filter.until);
-  const shown = (list.data?.deliveries ?? []).filter(
-    (d) =>
-      (filter.errorClass === '' || errorClassesOf(d.lastError).includes(filter.errorClass)) &&
-      (since === undefined || (d.completedAt !== null && d.completedAt >= since)) &&
-      (until === undefined || (d.completedAt !== null && d.completedAt < until)),
-  );
+  const shown = list.data?.deliveries ?? [];
 
   const set = (key: keyof Filter) => (e: { currentTarget: { value: string } }) => setDraft({ ...draft, [key]: e.currentTarget.value });
   const apply = (event: Event) => {
@@ -207,7 +210,7 @@ export function DeadLettersPage(props: PageProps) {
 
       {list.error !== undefined && <ErrorNotice error={list.error} />}
       {list.loading && !list.data && <Loading />}
-      {list.data && shown.length === 0 && <p class="muted">No dead letter{list.data.next ? ' on this page' : ''} matches.</p>}
+      {list.data && shown.length === 0 && <p class="muted">No dead letter matches.</p>}
       {shown.length > 0 && (
         <div class="table-wrap" role="region" aria-label="Dead letters found" tabIndex={0}>
           <table class="stack-table">
@@ -255,8 +258,11 @@ export function DeadLettersPage(props: PageProps) {
                   <td data-label="User">{d.userId ?? d.anonymousId ?? '–'}</td>
                   <td data-label="Dead since">{time(d.completedAt)}</td>
                   <td class="clip" data-label="Last error">
-                    <code class="dead-reason">{d.deadReason ?? ''}</code>
-                    {d.lastError ?? ''}
+                    {/* One box, so that on a phone (cells laid out as flex rows) the reason stays above the text. */}
+                    <span>
+                      <code class="dead-reason">{d.deadReason ?? ''}</code>
+                      {d.lastError ?? ''}
+                    </span>
                   </td>
                   {props.canWrite && (
                     <td data-label="Action">

@@ -4,6 +4,7 @@ import { ms, time } from '../lib/format.js';
 import type { Attempt, DeliveryDetail } from '../lib/records.js';
 import { href } from '../lib/router.js';
 import { useApi } from '../lib/use-api.js';
+import { ConfirmDialog } from '../components/confirm-dialog.js';
 import { ErrorNotice, Loading, StatusNotice } from '../components/notice.js';
 import { StatusBadge, whatOf } from './deliveries.js';
 
@@ -12,7 +13,8 @@ const responseStart = 300;
 
 /**
  * One delivery (`#/deliveries/{id}`): what it is, the exact body sent, each attempt per URL
- * on a timeline, and (admin, dead letters only: the API replays those) replay.
+ * on a timeline, and (admin) replay of a finished one, delivered or dead: a delivered one
+ * only after a confirmation, since its receiver gets it a second time.
  */
 export function DeliveryPage(props: { id: string; canWrite: boolean }) {
   // Read again every 2 s while pending, so a replay is seen to succeed or fail without a reload.
@@ -23,12 +25,14 @@ export function DeliveryPage(props: { id: string; canWrite: boolean }) {
   const [replayed, setReplayed] = useState(false);
   const [error, setError] = useState<unknown>();
   const [busy, setBusy] = useState(false);
+  const [confirmResend, setConfirmResend] = useState(false);
 
   const replay = async () => {
+    setConfirmResend(false);
     setBusy(true);
     setError(undefined);
     try {
-      await api('POST', `/dead-letters/${encodeURIComponent(props.id)}/replay`);
+      await api('POST', `/deliveries/${encodeURIComponent(props.id)}/replay`);
       setReplayed(true);
       one.reload();
     } catch (e) {
@@ -56,9 +60,14 @@ export function DeliveryPage(props: { id: string; canWrite: boolean }) {
               <button type="button" onClick={one.reload} disabled={one.loading}>
                 Refresh
               </button>
-              {props.canWrite && d.status === 'dead' && (
-                <button type="button" class="primary" disabled={busy} onClick={() => void replay()}>
-                  Replay
+              {props.canWrite && d.status !== 'pending' && (
+                <button
+                  type="button"
+                  class={d.status === 'dead' ? 'primary' : undefined}
+                  disabled={busy}
+                  onClick={() => (d.status === 'dead' ? void replay() : setConfirmResend(true))}
+                >
+                  {d.status === 'dead' ? 'Replay' : 'Replay…'}
                 </button>
               )}
             </div>
@@ -67,6 +76,20 @@ export function DeliveryPage(props: { id: string; canWrite: boolean }) {
             <StatusNotice>Replayed: the delivery is pending again and is sent with the same body and message id.</StatusNotice>
           )}
           {error !== undefined && <ErrorNotice error={error} />}
+          {props.canWrite && (
+            <ConfirmDialog
+              open={confirmResend}
+              title={`Replay delivery #${d.id}?`}
+              confirmLabel="Send again"
+              onConfirm={() => void replay()}
+              onCancel={() => setConfirmResend(false)}
+            >
+              <p>
+                It was delivered. {d.destinationId} gets the same body with the same message id <code>{d.messageId ?? '–'}</code> once more; a receiver that
+                deduplicates on it ignores the copy.
+              </p>
+            </ConfirmDialog>
+          )}
           <dl class="pairs panel">
             <dt>Destination</dt>
             <dd>

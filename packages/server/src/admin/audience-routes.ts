@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { validateAudience } from '../audiences/audience-schema.js';
-import type { AudienceKind, AudienceRecord, Rule, SyncOutcome } from '../model/audience.js';
+import type { AudienceKind, AudienceRecord, Rule, SyncOutcome, SyncRecord } from '../model/audience.js';
 import type { AudienceStore } from '../store/audience-store.js';
 import type { AudienceSync } from '../audiences/audience-sync.js';
 import { snakeCase } from '../audiences/snake-case.js';
@@ -8,7 +8,7 @@ import { FerryError } from '../errors/error-codes.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { Clock } from '../util/clock.js';
 import { mergePatch } from './merge-patch.js';
-import { objectBody, optionalString, pageLimit } from './query-params.js';
+import { objectBody, optionalInt, optionalString, pageLimit } from './query-params.js';
 import { refuseUnknownKeys } from './unknown-keys.js';
 
 /** What the audience routes need. */
@@ -52,6 +52,25 @@ function toSyncView(o: SyncOutcome) {
   };
 }
 
+/** One entry of the sync history as the admin API shows it (see `SyncRecord`). */
+function toSyncHistoryView(r: SyncRecord) {
+  return {
+    id: r.id,
+    status: r.error === null ? 'done' : 'failed',
+    startedAt: iso(r.startedAtMs),
+    finishedAt: iso(r.finishedAtMs),
+    runs: r.runs,
+    syncCount: r.syncCount,
+    added: r.added,
+    removed: r.removed,
+    changed: r.changed,
+    forgotten: r.forgotten,
+    queued: r.queued,
+    memberCount: r.memberCount,
+    error: r.error,
+  };
+}
+
 /**
  * The rule a patch asks for: merged into the current one (`{"minCount": 3}` changes only the
  * count), or, when it names another `type`, taken as it is, since no member of the old rule
@@ -71,9 +90,9 @@ const collections: { path: string; kind: AudienceKind; noun: string }[] = [
 /**
  * Admin routes of audiences (`/audiences`) and computed traits (`/computed-traits`): create
  * (which runs the first sync at once, so every current member is sent), list, show, change
- * (a merge patch, the members kept), list the members, delete, and sync now; and preview a
- * definition (`POST .../preview`: how many users it would hold now, nothing stored). Register
- * inside the admin scope so its Bearer-token hook applies.
+ * (a merge patch, the members kept), list the members and the sync history, delete, and sync
+ * now; and preview a definition (`POST .../preview`: how many users it would hold now,
+ * nothing stored). Register inside the admin scope so its Bearer-token hook applies.
  */
 export async function audienceRoutes(app: FastifyInstance, deps: AudienceRouteDeps): Promise<void> {
   const { audiences, sync, catalog, clock } = deps;
@@ -151,6 +170,20 @@ export async function audienceRoutes(app: FastifyInstance, deps: AudienceRouteDe
         const members = await audiences.members(request.params.id, { afterUserId: optionalString(request.query.after, 'after'), limit });
         const last = members.at(-1);
         return { members, next: members.length === limit && last ? last.userId : null };
+      },
+    );
+
+    // Newest first; `next` is the id of the last entry, and `after` takes it back.
+    app.get<{ Params: { id: string }; Querystring: { after?: string; limit?: string } }>(
+      `${path}/:id/syncs`,
+      { config: { query: ['after', 'limit'] } },
+      async (request) => {
+        await find(request.params.id);
+        const limit = pageLimit(request.query.limit);
+        const beforeId = optionalInt(request.query.after, 'after');
+        const syncs = await audiences.syncs(request.params.id, { ...(beforeId === undefined ? {} : { beforeId }), limit });
+        const last = syncs.at(-1);
+        return { syncs: syncs.map(toSyncHistoryView), next: syncs.length === limit && last ? String(last.id) : null };
       },
     );
 

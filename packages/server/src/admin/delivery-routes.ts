@@ -1,10 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { FerryError } from '../errors/error-codes.js';
+import type { ErrorClass } from '../model/attempt.js';
 import { callTypes } from '../model/message.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { DeliveryStatus, DeliveryTypeFilter, Store } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
-import { optionalChoice, optionalInt, optionalString, optionalTime, pageLimit } from './query-params.js';
+import { refuseUnknownKeys } from './unknown-keys.js';
+import { objectBody, optionalChoice, optionalInt, optionalString, optionalTime, pageLimit } from './query-params.js';
 
 /** What the delivery routes need. */
 export interface DeliveryRouteDeps {
@@ -14,6 +16,9 @@ export interface DeliveryRouteDeps {
   /** Called when jobs became due (a replay), so the worker looks at once. */
   onQueued?: () => void;
 }
+
+/** Every `ErrorClass` (model/attempt.ts), in the order documented: what `errorClass` filters take. */
+export const errorClasses: readonly ErrorClass[] = ['dns', 'connect', 'tls', 'timeout', 'http', 'ssrf', 'invalid_url', 'protocol', 'circuit_open'];
 
 const statuses: readonly DeliveryStatus[] = ['pending', 'succeeded', 'dead'];
 /** `type`: a call type, or the kind of the deliveries that have none. */
@@ -35,7 +40,14 @@ export const searchParameters = [
   'limit',
 ] as const;
 
-type SearchQuery = Partial<Record<(typeof searchParameters)[number], string>>;
+/**
+ * The query parameters of `GET /dead-letters`: the search's but `status`, and the bulk
+ * replay's own filters (`errorClass`, the time of death as `since` and `until`), so one filter
+ * lists the dead letters that `POST /dead-letters/replay` would take.
+ */
+export const deadLetterParameters = [...searchParameters.filter((p) => p !== 'status'), 'errorClass', 'since', 'until'] as const;
+
+type SearchQuery = Partial<Record<(typeof deadLetterParameters)[number] | 'status', string>>;
 
 /** A delivery id from a path: anything else names no delivery. */
 export function deliveryId(raw: string): number {
@@ -65,8 +77,8 @@ export function knownIds(catalog: Catalog) {
 
 /**
  * Deliveries and dead letters: the search (`GET /deliveries`, `GET /dead-letters`), one
- * delivery with its attempts, and the replay of one dead letter. Bulk replay is in
- * replay-routes.ts.
+ * delivery with its attempts, the replay of one finished delivery (delivered or dead) and of
+ * one dead letter. Bulk replay is in replay-routes.ts.
  */
 export async function deliveryRoutes(app: FastifyInstance, deps: DeliveryRouteDeps): Promise<void> {
   const { store, catalog, clock } = deps;
@@ -76,6 +88,10 @@ export async function deliveryRoutes(app: FastifyInstance, deps: DeliveryRouteDe
     const limit = pageLimit(query.limit);
     const receivedAfterMs = optionalTime(query.receivedAfter, 'receivedAfter');
     const receivedBeforeMs = optionalTime(query.receivedBefore, 'receivedBefore');
+    const deadSinceMs = optionalTime(query.since, 'since');
+    const deadUntilMs = optionalTime(query.until, 'until');
+    if (deadSinceMs !== undefined && deadUntilMs !== undefined && deadUntilMs <= deadSinceMs)
+      throw new FerryError('bad_request', 'until must be after since', 'until');
     const deliveries = await store.listDeliveries({
       status: status ?? optionalChoice(query.status, 'status', statuses),
       destinationId: known.destination(query.destinationId),
@@ -87,6 +103,9 @@ export async function deliveryRoutes(app: FastifyInstance, deps: DeliveryRouteDe
       type: optionalChoice(query.type, 'type', types),
       receivedAfterMs,
       receivedBeforeMs,
+      ...(deadSinceMs === undefined ? {} : { deadSinceMs }),
+      ...(deadUntilMs === undefined ? {} : { deadUntilMs }),
+      ...(query.errorClass === undefined ? {} : { errorClass: optionalChoice(query.errorClass, 'errorClass', errorClasses) }),
       afterId: optionalInt(query.after, 'after'),
       limit,
     });
@@ -100,9 +119,17 @@ export async function deliveryRoutes(app: FastifyInstance, deps: DeliveryRouteDe
     if (!found) throw new FerryError('not_found', `no delivery ${request.params.id}`);
     return { ...found.delivery, body: found.body, attempts: found.attempts };
   });
-  app.get<{ Querystring: SearchQuery }>('/dead-letters', { config: { query: searchParameters.filter((p) => p !== 'status') } }, async (request) =>
-    search(request.query, 'dead'),
-  );
+  // Any finished delivery, delivered or dead: a receiver that lost what it was sent asks again.
+  app.post<{ Params: { id: string } }>('/deliveries/:id/replay', async (request) => {
+    refuseUnknownKeys(objectBody(request.body ?? {}), [], 'key');
+    const id = deliveryId(request.params.id);
+    const outcome = await store.replayDelivery({ id, destinationIdsIn: catalog.destinations().map((d) => d.id) }, clock.now());
+    if (outcome === 'not_found') throw new FerryError('not_found', `no delivery ${request.params.id} of an existing destination`);
+    if (outcome === 'pending') throw new FerryError('delivery_not_finished', `delivery ${id} is still pending: it is sent, or retried, without a replay`);
+    deps.onQueued?.();
+    return { replayed: 1 };
+  });
+  app.get<{ Querystring: SearchQuery }>('/dead-letters', { config: { query: deadLetterParameters } }, async (request) => search(request.query, 'dead'));
   app.post<{ Params: { id: string } }>('/dead-letters/:id/replay', async (request) => {
     const id = deliveryId(request.params.id);
     const replayed = await store.replay({ ids: [id], destinationIdsIn: catalog.destinations().map((d) => d.id) }, clock.now());

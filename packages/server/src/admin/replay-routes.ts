@@ -1,12 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { FerryError } from '../errors/error-codes.js';
-import type { ErrorClass } from '../model/attempt.js';
 import type { ReplayJobRunner, ReplaySettings } from '../replay/replay-job-runner.js';
 import type { Catalog } from '../routing/catalog.js';
 import type { ReplayFilter, ReplayJobRecord, Store } from '../store/store.js';
 import { iso } from '../store/rows.js';
 import type { Clock } from '../util/clock.js';
-import { knownIds } from './delivery-routes.js';
+import { errorClasses, knownIds } from './delivery-routes.js';
 import { objectBody, optionalChoice, optionalTime, optionalTimeCursor, pageLimit, timeCursor } from './query-params.js';
 import { refuseUnknownKeys } from './unknown-keys.js';
 
@@ -20,9 +19,6 @@ export interface ReplayRouteDeps {
   /** Called when jobs became due (a replay), so the worker looks at once. */
   onQueued?: () => void;
 }
-
-/** Every `ErrorClass` (model/attempt.ts), in the order documented. */
-export const errorClasses: readonly ErrorClass[] = ['dns', 'connect', 'tls', 'timeout', 'http', 'ssrf', 'invalid_url', 'protocol', 'circuit_open'];
 
 const bodyKeys = ['ids', 'destinationId', 'since', 'until', 'errorClass', 'dryRun'];
 

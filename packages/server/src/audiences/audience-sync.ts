@@ -6,7 +6,7 @@ import type { Catalog } from '../routing/catalog.js';
 import type { NewDelivery } from '../store/store.js';
 import { timersOf, type Clock, type TimerHandle } from '../util/clock.js';
 import type { EventBus } from '../events/event-bus.js';
-import type { AudienceRecord, MembershipChange, SyncOutcome } from '../model/audience.js';
+import type { AudienceRecord, MembershipChange, SyncEntry, SyncOutcome } from '../model/audience.js';
 import type { AudienceStore } from '../store/audience-store.js';
 import { snakeCase } from './snake-case.js';
 
@@ -98,11 +98,18 @@ export class AudienceSync {
 
   private async syncOne(id: string): Promise<SyncOutcome | null> {
     const nowMs = this.o.clock.now();
-    const outcome = await this.o.audiences.sync({
-      id,
-      nowMs,
-      deliveriesFor: (audience, changes, syncCount) => this.deliveriesFor(audience, changes, syncCount, nowMs),
-    });
+    let outcome: SyncOutcome | null;
+    try {
+      outcome = await this.o.audiences.sync({
+        id,
+        nowMs,
+        deliveriesFor: (audience, changes, syncCount) => this.deliveriesFor(audience, changes, syncCount, nowMs),
+      });
+    } catch (err) {
+      await this.record({ audienceId: id, startedAtMs: nowMs, finishedAtMs: this.o.clock.now(), error: err instanceof Error ? err.message : String(err) });
+      throw err;
+    }
+    if (outcome) await this.record({ audienceId: id, startedAtMs: nowMs, finishedAtMs: this.o.clock.now(), outcome });
     if (outcome && outcome.added + outcome.removed + outcome.changed > 0) {
       this.o.logger.info(
         { audienceId: id, sync: outcome.syncCount, added: outcome.added, removed: outcome.removed, changed: outcome.changed, queued: outcome.queued },
@@ -115,6 +122,18 @@ export class AudienceSync {
       this.o.events?.emit('audience:synced', { audienceId: id, syncCount, added, removed, changed, queued });
     }
     return outcome;
+  }
+
+  /**
+   * Adds a sync to the history. Written after the sync committed, so a failure here (the store
+   * down) loses the entry only: it is logged, and the sync stands.
+   */
+  private async record(entry: SyncEntry): Promise<void> {
+    try {
+      await this.o.audiences.recordSync(entry);
+    } catch (err) {
+      this.o.logger.warn({ err, audienceId: entry.audienceId }, 'audience sync history not written; the sync itself stands');
+    }
   }
 
   private deliveriesFor(audience: AudienceRecord, changes: readonly MembershipChange[], syncCount: number, nowMs: number): NewDelivery[] {

@@ -45,6 +45,10 @@ export const errorCodes = {
   unknown_parameter: { status: 400, text: 'A query parameter or body key the route does not define; the message names each one.' },
   invalid_settings: { status: 400, text: 'The submitted configuration breaks a rule; the message names it.' },
   conflict: { status: 409, text: 'A resource with that id already exists, or its state does not allow the change.' },
+  delivery_not_finished: {
+    status: 409,
+    text: 'The delivery is still pending (waiting, retrying or being sent); only a finished one, delivered or dead, can be replayed.',
+  },
   destination_disabled: {
     status: 409,
     text: 'An archive replay (or a backfill) was asked for a disabled destination, or one of a type this server does not know, which would send nothing; enable it first.',

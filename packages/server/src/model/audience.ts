@@ -96,6 +96,39 @@ export interface SyncOutcome {
   memberCount: number;
 }
 
+/**
+ * One entry of an audience's sync history: one sync, or a run of consecutive quiet syncs
+ * (done, nothing changed, the same member count) folded into one entry so that a sync loop
+ * running every minute does not push the syncs that changed something out of the history.
+ */
+export interface SyncRecord {
+  /** Grows with each entry: newer entries have larger ids. */
+  id: number;
+  audienceId: string;
+  /** When the (first) sync started. */
+  startedAtMs: number;
+  /** When the (last) sync finished, or failed. */
+  finishedAtMs: number;
+  /** How many syncs the entry stands for: 1, or more for a run of quiet ones. */
+  runs: number;
+  /** The number of the (last) sync; null for a failed one, which counts for nothing. */
+  syncCount: number | null;
+  /** The figures of a sync that was done; null when it failed (it changed nothing). */
+  added: number | null;
+  removed: number | null;
+  changed: number | null;
+  forgotten: number | null;
+  queued: number | null;
+  memberCount: number | null;
+  /** Why the sync failed; null when it was done. */
+  error: string | null;
+}
+
+/** What a sync that ran leaves in the history: its outcome, or its failure. */
+export type SyncEntry =
+  | { audienceId: string; startedAtMs: number; finishedAtMs: number; outcome: SyncOutcome }
+  | { audienceId: string; startedAtMs: number; finishedAtMs: number; error: string };
+
 /** The value sent when a user stops qualifying: `false` for an audience, `0` for a computed trait. */
 export function absentValue(kind: AudienceKind): TraitValue {
   return kind === 'audience' ? false : 0;

@@ -1,4 +1,5 @@
 import type { AudienceMember } from './audience-store.js';
+import { storedText } from './rows.js';
 import {
   absentValue,
   type AudienceDefinition,
@@ -6,7 +7,9 @@ import {
   type AudienceRecord,
   type MembershipChange,
   type Rule,
+  type SyncEntry,
   type SyncOutcome,
+  type SyncRecord,
   type TraitValue,
 } from '../model/audience.js';
 
@@ -129,3 +132,84 @@ export function syncOutcome(args: {
     memberCount: args.memberCount,
   };
 }
+
+/**
+ * How many entries of sync history each audience keeps: the newest; older ones are deleted
+ * as new ones come. Quiet syncs fold into one entry, so these are mostly syncs that changed
+ * something or failed, whatever the sync interval.
+ */
+export const syncHistoryLimit = 100;
+
+/** An `audience_syncs` row. */
+export interface SyncRow {
+  id: number;
+  audience_id: string;
+  started_at: number;
+  finished_at: number;
+  runs: number;
+  sync_count: number | null;
+  added: number | null;
+  removed: number | null;
+  changed: number | null;
+  forgotten: number | null;
+  queued: number | null;
+  member_count: number | null;
+  error: string | null;
+}
+
+/** An `audience_syncs` row as a record. */
+export function toSyncRecord(r: SyncRow): SyncRecord {
+  return {
+    id: Number(r.id),
+    audienceId: r.audience_id,
+    startedAtMs: Number(r.started_at),
+    finishedAtMs: Number(r.finished_at),
+    runs: r.runs,
+    syncCount: r.sync_count,
+    added: r.added,
+    removed: r.removed,
+    changed: r.changed,
+    forgotten: r.forgotten,
+    queued: r.queued,
+    memberCount: r.member_count,
+    error: r.error,
+  };
+}
+
+/** The longest failure text kept: a database's message can be long, and the history is read in a table. */
+const errorTextLimit = 1000;
+
+/**
+ * The values of an entry, in the column order of `syncColumns`, and whether it is quiet (done
+ * with nothing changed), which the newest quiet entry absorbs rather than a new row.
+ */
+export function syncValues(e: SyncEntry): { quiet: boolean; values: unknown[] } {
+  if ('error' in e) {
+    return {
+      quiet: false,
+      values: [e.audienceId, e.startedAtMs, e.finishedAtMs, null, null, null, null, null, null, null, storedText(e.error.slice(0, errorTextLimit))],
+    };
+  }
+  const o = e.outcome;
+  return {
+    quiet: o.added + o.removed + o.changed + o.forgotten === 0,
+    values: [e.audienceId, e.startedAtMs, e.finishedAtMs, o.syncCount, o.added, o.removed, o.changed, o.forgotten, o.queued, o.memberCount, null],
+  };
+}
+
+/** The columns `syncValues` fills, in its order. */
+export const syncColumns = 'audience_id, started_at, finished_at, sync_count, added, removed, changed, forgotten, queued, member_count, error';
+
+/**
+ * Folds a quiet sync into the audience's newest entry when that entry is quiet too and holds
+ * the same member count; parameters: finished_at, sync_count, audience_id, member_count (as `?`).
+ */
+export const foldQuietSync = `
+  UPDATE audience_syncs SET finished_at = ?, sync_count = ?, runs = runs + 1
+  WHERE id = (SELECT MAX(id) FROM audience_syncs WHERE audience_id = ?)
+    AND error IS NULL AND added = 0 AND removed = 0 AND changed = 0 AND forgotten = 0 AND member_count = ?`;
+
+/** Deletes an audience's entries beyond the newest `syncHistoryLimit`; parameters: audience_id twice (as `?`). */
+export const pruneSyncs = `
+  DELETE FROM audience_syncs WHERE audience_id = ? AND id <= (
+    SELECT id FROM audience_syncs WHERE audience_id = ? ORDER BY id DESC LIMIT 1 OFFSET ${syncHistoryLimit})`;

@@ -1,4 +1,4 @@
-import type { AudienceDefinition, AudienceKind, AudienceRecord, MembershipChange, SyncOutcome, TraitValue } from '../model/audience.js';
+import type { AudienceDefinition, AudienceKind, AudienceRecord, MembershipChange, SyncEntry, SyncOutcome, SyncRecord, TraitValue } from '../model/audience.js';
 import type { NewDelivery } from './delivery-queue.js';
 
 /** A user holding a value of an audience (`true`) or computed trait (its count). */
@@ -30,7 +30,15 @@ export interface AudienceStore {
    * anything: a preview. For a computed trait, the users who would hold a non-zero count.
    */
   countQualifying(definition: Pick<AudienceDefinition, 'rule' | 'sourceIds'>, nowMs: number): Promise<number>;
-  /** Deletes the audience and its stored members; jobs already queued still go out. False when unknown. */
+  /**
+   * Adds a sync that ran (done or failed) to the audience's history: a quiet one (nothing
+   * changed) folds into the newest entry when that is quiet too with the same member count.
+   * Keeps the newest `syncHistoryLimit` entries (audience-rows.ts).
+   */
+  recordSync(entry: SyncEntry): Promise<void>;
+  /** The audience's sync history newest first: entries with an id below `beforeId` when given. */
+  syncs(id: string, args: { beforeId?: number; limit: number }): Promise<SyncRecord[]>;
+  /** Deletes the audience, its stored members and its sync history; jobs already queued still go out. False when unknown. */
   delete(id: string): Promise<boolean>;
   /**
    * Syncs one audience in ONE transaction: computes who qualifies now (at `nowMs`), diffs

@@ -89,6 +89,13 @@ export interface ReplayFilter {
 }
 
 /**
+ * What a replay of one delivery did: `replayed`; `pending` when it is still in line (waiting,
+ * retrying or being sent), nothing changed; `not_found` when there is no such delivery or its
+ * destination is gone.
+ */
+export type ReplayDeliveryOutcome = 'replayed' | 'pending' | 'not_found';
+
+/**
  * The delivery queue: jobs waiting to be sent, the leases workers hold on them, the outcomes
  * they record, and dead letters going back into line.
  */
@@ -141,6 +148,13 @@ export interface DeliveryQueue {
    * again (attemptCount counts the attempts of the current window); returns how many.
    */
   replay(filter: ReplayFilter, nowMs: number): Promise<number>;
+  /**
+   * One finished delivery, succeeded or dead, back to pending, due now, as {@link replay} does
+   * for dead letters: the same row, body and messageId (receivers deduplicate with it), a
+   * fresh retry window, its attempts so far kept in its log. `destinationIdsIn` names the
+   * destinations that exist: a delivery of a deleted one has nowhere to go.
+   */
+  replayDelivery(args: { id: number; destinationIdsIn: readonly string[] }, nowMs: number): Promise<ReplayDeliveryOutcome>;
   /** How many dead letters {@link replay} would take with this filter now; changes nothing. */
   countReplayable(filter: ReplayFilter): Promise<number>;
 }

@@ -1,4 +1,4 @@
-import type { AttemptRecord, DeadReason } from '../model/attempt.js';
+import type { AttemptRecord, DeadReason, ErrorClass } from '../model/attempt.js';
 import type { CallType } from '../model/message.js';
 import type { DeliveryKind, DeliveryStatus } from './delivery-queue.js';
 
@@ -63,6 +63,12 @@ export interface DeliveryFilter {
   receivedAfterMs?: number;
   /** Received before (ms since the epoch). */
   receivedBeforeMs?: number;
+  /** Dead-lettered at or after (ms since the epoch); with `status: 'dead'` (`GET /dead-letters`). */
+  deadSinceMs?: number;
+  /** Dead-lettered before (ms since the epoch); with `status: 'dead'`. */
+  deadUntilMs?: number;
+  /** Whose last attempt failed with this class on one of its URLs, as the bulk replay's filter reads it (`errorClassPatterns`). */
+  errorClass?: ErrorClass;
   afterId?: number;
   limit: number;
 }

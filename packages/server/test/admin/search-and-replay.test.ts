@@ -287,6 +287,43 @@ for (const backend of backends) {
       );
     });
 
+    test('dead letters are listed by error class and time of death with the filter of the bulk replay: the letters a dry run counts', async () => {
+      const cases: [string, string[]][] = [
+        ['errorClass=http', ['r1>hooks', 'r2>hooks', 'r3>hooks', 'r4>hooks', 'r5>hooks']],
+        ['errorClass=connect', ['r1>down', 'r2>down', 'r3>down', 'r4>down', 'r5>down']],
+        ['errorClass=timeout', []],
+        [`destinationId=hooks&since=${isoAt(T0 + hourMs / 2)}`, ['r4>hooks', 'r5>hooks']],
+        [`destinationId=hooks&until=${isoAt(T0 + hourMs / 2)}`, ['r1>hooks', 'r2>hooks', 'r3>hooks']],
+        // since is inclusive, until exclusive; any ISO 8601 offset (01:00 at +01:00 is midnight UTC).
+        [`since=${encodeURIComponent('2026-01-01T01:00:00+01:00')}&until=${isoAt(T0 + hourMs)}`, ['r1>hooks', 'r2>hooks', 'r3>hooks']],
+        [`errorClass=http&userId=u4`, ['r4>hooks']],
+      ];
+      for (const [query, expected] of cases) {
+        const listed = (await t.admin('GET', `/dead-letters?${query}`)).json.deliveries as any[];
+        assert.deepEqual(ids(listed).sort(), [...expected].sort(), query);
+        const filter = Object.fromEntries(new URLSearchParams(query));
+        if (!('userId' in filter))
+          assert.deepEqual((await replay({ ...filter, dryRun: true })).json.wouldReplay, listed.length, `${query}: as a dry run counts`);
+      }
+      const page1 = (await t.admin('GET', '/dead-letters?errorClass=connect&limit=3')).json;
+      const page2 = (await t.admin('GET', `/dead-letters?errorClass=connect&limit=3&after=${page1.next}`)).json;
+      assert.deepEqual([page1.deliveries.length, page2.deliveries.length, page2.next], [3, 2, null], 'pages of a filtered list');
+      const bad: [string, string, string][] = [
+        ['errorClass=nope', 'bad_request', 'errorClass'],
+        ['since=yesterday', 'bad_request', 'since'],
+        [`since=${isoAt(T0 + hourMs)}&until=${isoAt(T0)}`, 'bad_request', 'until'],
+        ['diedAfter=2026-01-01T00:00:00Z', 'unknown_parameter', 'diedAfter'],
+      ];
+      for (const [query, code, path] of bad) {
+        const res = await t.admin('GET', `/dead-letters?${query}`);
+        assert.deepEqual([res.status, res.json.errors[0].code, res.json.errors[0].path ?? ''], [400, code, path], query);
+      }
+      for (const query of ['errorClass=http', `since=${isoAt(T0)}`]) {
+        const res = await t.admin('GET', `/deliveries?${query}`);
+        assert.deepEqual([res.status, res.json.errors[0].code], [400, 'unknown_parameter'], `${query}: a dead-letter filter only`);
+      }
+    });
+
     test('a replay by destination, time range and error class takes exactly those, at once', async () => {
       const res = await replay({ destinationId: 'hooks', since: isoAt(T0), until: isoAt(T0 + hourMs / 2), errorClass: 'http' });
       assert.deepEqual([res.status, res.json], [200, { replayed: 3 }]);

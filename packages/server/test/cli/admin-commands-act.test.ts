@@ -44,6 +44,20 @@ describe('the admin CLI against a running Ferry', () => {
     assert.match(ghost.output, /^ferry: not_found: no destination ghost$/m);
   });
 
+  test('deliveries replay: one delivered delivery sent again; an unknown one is refused', async () => {
+    await eventually(t, '/deliveries/1', (d) => d.status === 'succeeded', 'delivery 1 delivered by the replay before');
+    const before = receiver.requests.length;
+    const again = await cli(['deliveries', 'replay', '1']);
+    assert.equal(again.code, 0, again.output);
+    assert.equal(again.stdout, 'replayed delivery 1: pending again, with the same body and messageId\n');
+    const [resent] = (await receiver.waitFor(before + 1)).slice(before);
+    assert.equal(JSON.parse(resent!.body.toString('utf8')).messageId, 'm-1');
+    await eventually(t, '/deliveries/1', (d) => d.status === 'succeeded' && d.attempts.length === 3, 'delivery 1 delivered a third time');
+    const unknown = await cli(['deliveries', 'replay', '999']);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.output, /^ferry: not_found: no delivery 999 of an existing destination$/m);
+  });
+
   test('regulations create and show: a deletion request, followed to done', async () => {
     const created = await cli(['regulations', 'create', '--user', 'u1', '--source', 'app']);
     assert.equal(created.code, 0, created.output);

@@ -70,6 +70,19 @@ describe('deliveries and dead letters searched by user, anonymous id, event, typ
     const run = await cli(['dead-letters', 'ls', '--user', 'u1', '--event', 'Paid', '--json']);
     assert.equal(run.code, 0, run.output);
     assert.deepEqual(ids(run.stdout), ['m-4']);
+    // They died of the deletion, an hour ago at most, with no error class of an attempt.
+    const runs = await inTurn([
+      () => cli(['dead-letters', 'ls', '--dead-since', '1h', '--json']),
+      () => cli(['dead-letters', 'ls', '--dead-until', '1h', '--json']),
+      () => cli(['dead-letters', 'ls', '--error-class', 'http', '--json']),
+    ]);
+    assert.deepEqual(
+      runs.map((r) => ids(r.stdout)),
+      [['m-1', 'm-2', 'm-3', 'm-4'], [], []],
+    );
+    const bad = await cli(['dead-letters', 'ls', '--error-class', 'shout']);
+    assert.equal(bad.code, 1);
+    assert.match(bad.output, /^ferry: bad_request: errorClass must be one of /m);
   });
 });
 

@@ -2,19 +2,8 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
-import { errorClassesOf } from '../../../dashboard/src/lib/error-classes.js';
 import { parseEquals, showEquals } from '../../../dashboard/src/lib/rule-values.js';
 import { isoFromLocal } from '../../../dashboard/src/lib/time-input.js';
-
-test("the dead-letters page reads a last error's classes as the server's errorClass filter does", () => {
-  assert.deepEqual(errorClassesOf('http://127.0.0.1:9/in -> HTTP 503'), ['http']);
-  assert.deepEqual(errorClassesOf('https://a.example/in?t=[redacted] -> timeout: no answer in 5000 ms; https://b.example/in -> connect: ECONNREFUSED'), [
-    'timeout',
-    'connect',
-  ]);
-  assert.deepEqual(errorClassesOf('https://a.example/in -> invalid_url'), ['invalid_url']);
-  assert.deepEqual(errorClassesOf(null), []);
-});
 
 test("the audience form reads a trait's equals as a JSON scalar when it is one, as text otherwise, and shows it back the same way", () => {
   const cases: [string, unknown][] = [

@@ -23,6 +23,17 @@ const cases: { filter: Omit<DeliveryFilter, 'limit'>; sqlite: string[]; postgres
   { filter: { messageId: 'm1' }, sqlite: ['deliveries_message'], postgres: ['deliveries_message'] },
   // Either partial index of dead letters will do: by id, or by destination (the metrics' one).
   { filter: { status: 'dead' }, sqlite: ['deliveries_status'], postgres: ['deliveries_dead(_destination)?'] },
+  // The dead-letter filters of `GET /dead-letters` are checked on the rows the dead-letter index finds.
+  {
+    filter: { status: 'dead', errorClass: 'timeout', deadSinceMs: t0, deadUntilMs: t0 + 1000 },
+    sqlite: ['deliveries_status'],
+    postgres: ['deliveries_dead(_destination)?'],
+  },
+  {
+    filter: { status: 'dead', destinationId: 'd1', errorClass: 'http' },
+    sqlite: ['deliveries_(status|destination|dead_destination)'],
+    postgres: ['deliveries_dead(_destination)?|deliveries_destination'],
+  },
   { filter: { status: 'pending' }, sqlite: ['deliveries_status'], postgres: ['delivery_queue_pkey'] },
   { filter: { type: 'delete' }, sqlite: ['deliveries_not_event'], postgres: ['deliveries_not_event'] },
   { filter: { anonymousId: 'a1' }, sqlite: ['events_anonymous', 'deliveries_event'], postgres: ['events_anonymous', 'deliveries_event'] },

@@ -16,7 +16,7 @@ function readableBody(body: string): string {
   }
 }
 
-/** `ferry deliveries ls|show`. */
+/** `ferry deliveries ls|show|replay`. */
 export function registerDeliveries(program: Command): void {
   const group = adminGroup(program, 'deliveries', 'list and inspect deliveries (one event for one destination) and their attempts');
 
@@ -47,5 +47,17 @@ export function registerDeliveries(program: Command): void {
         'attempts: none yet',
       ),
     );
+  });
+
+  withAdminFlags(
+    group
+      .command('replay')
+      .description('send one finished delivery again, delivered or dead: the same body and messageId, a fresh retry window')
+      .argument('<id>', 'delivery id'),
+  ).action(async (id: string, flags: AdminFlags) => {
+    const n = deliveryIdArg(id);
+    const { body } = await adminClient(flags).request<{ replayed: number }>('POST', `/deliveries/${n}/replay`, {}, undefined);
+    if (flags.json) return printJson(body);
+    print(`replayed delivery ${n}: pending again, with the same body and messageId`);
   });
 }

@@ -97,9 +97,14 @@ const columns: Column<ListedDelivery>[] = [
 ];
 
 /** Runs a listing and prints it: a table and where the next page starts, or the API's JSON. */
-export async function printDeliveryListing(path: string, flags: DeliveryFilterFlags, emptyText: string): Promise<void> {
+export function printDeliveryListing(path: string, flags: DeliveryFilterFlags, emptyText: string): Promise<void> {
+  return printDeliveryListingOf(path, flags, deliveryQuery(flags), emptyText);
+}
+
+/** {@link printDeliveryListing} with a query of the caller's (a listing with filters of its own). */
+export async function printDeliveryListingOf(path: string, flags: DeliveryFilterFlags, query: Query, emptyText: string): Promise<void> {
   const client = adminClient(flags);
-  const page = await listDeliveries(client, path, deliveryQuery(flags), flags.all === true);
+  const page = await listDeliveries(client, path, query, flags.all === true);
   if (flags.json) return printJson(page);
   print(table(page.deliveries, columns, emptyText));
   if (page.next !== null) print(`more: --after ${page.next} (or --all)`);

@@ -1,10 +1,32 @@
 import type pg from 'pg';
-import type { AudienceDefinition, AudienceKind, AudienceRecord, MembershipChange, SyncOutcome } from '../../model/audience.js';
+import type { AudienceDefinition, AudienceKind, AudienceRecord, MembershipChange, SyncEntry, SyncOutcome, SyncRecord } from '../../model/audience.js';
 import type { AudienceMember, AudienceStore } from '../audience-store.js';
 import type { NewDelivery } from '../delivery-queue.js';
 import { insertLoose } from './pg-delivery-rows.js';
 import { inTransaction } from './pg-pools.js';
-import { dayMs, diffMembers, selectAudience, settleLeavers, storedConfig, syncOutcome, toMember, toRecord, type AudienceRow } from '../audience-rows.js';
+import {
+  dayMs,
+  diffMembers,
+  foldQuietSync,
+  pruneSyncs,
+  selectAudience,
+  settleLeavers,
+  storedConfig,
+  syncColumns,
+  syncOutcome,
+  syncValues,
+  toMember,
+  toRecord,
+  toSyncRecord,
+  type AudienceRow,
+  type SyncRow,
+} from '../audience-rows.js';
+
+/** A statement written with `?` placeholders, numbered for PostgreSQL (`$1`, `$2`...). */
+const numbered = (sql: string): string => {
+  let n = 0;
+  return sql.replace(/\?/g, () => `$${++n}`);
+};
 
 /*
  * PostgreSQL's jsonb refuses `\u0000` and lone surrogate escapes, which the stored JSON
@@ -144,8 +166,33 @@ export class PgAudienceStore implements AudienceStore {
       // that sync commits are deleted below instead of outliving their audience.
       const deleted = (await client.query(`DELETE FROM audiences WHERE id = $1`, [id])).rowCount === 1;
       await client.query(`DELETE FROM audience_members WHERE audience_id = $1`, [id]);
+      await client.query(`DELETE FROM audience_syncs WHERE audience_id = $1`, [id]);
       return deleted;
     });
+  }
+
+  async recordSync(entry: SyncEntry): Promise<void> {
+    const { quiet, values } = syncValues(entry);
+    await inTransaction(this.pool, async (client) => {
+      // Holds off a delete of the audience until the entry is in, so that the delete takes it
+      // too; an audience deleted while its sync ran keeps no history.
+      const { rowCount } = await client.query(`SELECT 1 FROM audiences WHERE id = $1 FOR KEY SHARE`, [entry.audienceId]);
+      if (rowCount !== 1) return;
+      if (quiet && 'outcome' in entry) {
+        const o = entry.outcome;
+        const folded = await client.query(numbered(foldQuietSync), [entry.finishedAtMs, o.syncCount, entry.audienceId, o.memberCount]);
+        if (folded.rowCount === 1) return;
+      }
+      await client.query(`INSERT INTO audience_syncs (${syncColumns}) VALUES (${values.map((_, i) => `$${i + 1}`).join(', ')})`, values);
+      await client.query(numbered(pruneSyncs), [entry.audienceId, entry.audienceId]);
+    });
+  }
+
+  async syncs(id: string, args: { beforeId?: number; limit: number }): Promise<SyncRecord[]> {
+    const before = args.beforeId === undefined ? '' : 'AND id < $3';
+    const params: unknown[] = [id, args.limit, ...(args.beforeId === undefined ? [] : [args.beforeId])];
+    const { rows } = await this.pool.query<SyncRow>(`SELECT * FROM audience_syncs WHERE audience_id = $1 ${before} ORDER BY id DESC LIMIT $2`, params);
+    return rows.map(toSyncRecord);
   }
 
   async sync(args: {

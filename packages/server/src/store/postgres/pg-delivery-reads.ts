@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { DeliveryDetail, DeliveryFilter, DeliveryReads, DeliveryView } from '../delivery-reads.js';
-import { searchConditions } from '../delivery-search.js';
+import { errorClassPatterns, searchConditions } from '../delivery-search.js';
 import { deliveryEventColumns, toDeliveryView, type AttemptRow, type DeliveryRow } from '../rows.js';
 import { attemptLog } from './attempt-log.js';
 
@@ -30,6 +30,10 @@ export function searchQuery(filter: DeliveryFilter): { sql: string; params: unkn
   if (filter.status) where.push(add('d.status = ?', filter.status));
   // The dead-letter index holds the rows with a reason, which are exactly the dead ones.
   if (filter.status === 'dead') where.push('d.dead_reason IS NOT NULL');
+  if (filter.deadSinceMs !== undefined) where.push(add('d.completed_at >= ?', filter.deadSinceMs));
+  if (filter.deadUntilMs !== undefined) where.push(add('d.completed_at < ?', filter.deadUntilMs));
+  // The patterns escape with a backslash, PostgreSQL's default.
+  if (filter.errorClass !== undefined) where.push(add('d.last_error LIKE ANY(?::text[])', errorClassPatterns(filter.errorClass)));
   if (events.length > 0) where.push(`d.event_id IN (SELECT id FROM events WHERE ${events.map((c) => add(c.sql, c.value)).join(' AND ')})`);
   if (filter.afterId !== undefined) where.push(add('d.id > ?', filter.afterId));
   params.push(filter.limit);

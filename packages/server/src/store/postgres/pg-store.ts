@@ -5,7 +5,7 @@ import type { AuditLog } from '../audit-log.js';
 import type { DestinationHealthStore } from '../destination-health.js';
 import type { RateLimitBuckets } from '../rate-limit-buckets.js';
 import type { StoredCatalog } from '../catalog-store.js';
-import type { ClaimedDelivery, ClaimRequest, Completion, HeldLease, NewDelivery, ReplayFilter } from '../delivery-queue.js';
+import type { ClaimedDelivery, ClaimRequest, Completion, HeldLease, NewDelivery, ReplayDeliveryOutcome, ReplayFilter } from '../delivery-queue.js';
 import type { DeliveryDetail, DeliveryFilter, DeliveryView } from '../delivery-reads.js';
 import type { DestinationBacklog } from '../backlog.js';
 import { PgBacklog } from './pg-backlog.js';
@@ -33,6 +33,7 @@ import { PgCatalog } from './pg-catalog.js';
 import { claim, nextDueAt } from './pg-claim.js';
 import { PgCompletions } from './pg-complete.js';
 import { abandonPending, countReplayable, replay } from './pg-dead-letters.js';
+import { replayDelivery } from './pg-replay-delivery.js';
 import { PgDeliveryReads } from './pg-delivery-reads.js';
 import { insertLoose } from './pg-delivery-rows.js';
 import { PgEventLog } from './pg-event-log.js';
@@ -167,6 +168,9 @@ export class PgStore implements Store {
   }
   async replay(filter: ReplayFilter, nowMs: number): Promise<number> {
     return (await replay(this.pools.main, filter, nowMs)).replayed;
+  }
+  replayDelivery(args: { id: number; destinationIdsIn: readonly string[] }, nowMs: number): Promise<ReplayDeliveryOutcome> {
+    return replayDelivery(this.pools.main, args, nowMs);
   }
   countReplayable(filter: ReplayFilter): Promise<number> {
     return countReplayable(this.pools.main, filter);

@@ -1,9 +1,34 @@
 import type Database from 'better-sqlite3';
-import type { AudienceDefinition, AudienceKind, AudienceRecord, MembershipChange, SyncOutcome, TraitScalar } from '../../model/audience.js';
+import type {
+  AudienceDefinition,
+  AudienceKind,
+  AudienceRecord,
+  MembershipChange,
+  SyncEntry,
+  SyncOutcome,
+  SyncRecord,
+  TraitScalar,
+} from '../../model/audience.js';
 import type { AudienceMember, AudienceStore } from '../audience-store.js';
 import type { NewDelivery } from '../delivery-queue.js';
 import type { SqliteDeliveryRows } from './sqlite-delivery-rows.js';
-import { dayMs, diffMembers, selectAudience, settleLeavers, storedConfig, syncOutcome, toMember, toRecord, type AudienceRow } from '../audience-rows.js';
+import {
+  dayMs,
+  diffMembers,
+  foldQuietSync,
+  pruneSyncs,
+  selectAudience,
+  settleLeavers,
+  storedConfig,
+  syncColumns,
+  syncOutcome,
+  syncValues,
+  toMember,
+  toRecord,
+  toSyncRecord,
+  type AudienceRow,
+  type SyncRow,
+} from '../audience-rows.js';
 
 /**
  * How json_each reports a trait's JSON type, and the SQL value to compare with. Types are
@@ -117,8 +142,35 @@ export class SqliteAudienceStore implements AudienceStore {
   async delete(id: string): Promise<boolean> {
     return this.db.transaction(() => {
       this.db.prepare(`DELETE FROM audience_members WHERE audience_id = ?`).run(id);
+      this.db.prepare(`DELETE FROM audience_syncs WHERE audience_id = ?`).run(id);
       return this.db.prepare(`DELETE FROM audiences WHERE id = ?`).run(id).changes === 1;
     })();
+  }
+
+  async recordSync(entry: SyncEntry): Promise<void> {
+    const { quiet, values } = syncValues(entry);
+    this.db
+      .transaction(() => {
+        if (quiet && 'outcome' in entry) {
+          const o = entry.outcome;
+          if (this.db.prepare(foldQuietSync).run(entry.finishedAtMs, o.syncCount, entry.audienceId, o.memberCount).changes === 1) return;
+        }
+        // Only for an audience that still exists: one deleted while its sync ran keeps no history.
+        const inserted = this.db
+          .prepare(`INSERT INTO audience_syncs (${syncColumns}) SELECT ${values.map(() => '?').join(', ')} WHERE EXISTS (SELECT 1 FROM audiences WHERE id = ?)`)
+          .run(...values, entry.audienceId);
+        if (inserted.changes === 1) this.db.prepare(pruneSyncs).run(entry.audienceId, entry.audienceId);
+      })
+      .immediate();
+  }
+
+  async syncs(id: string, args: { beforeId?: number; limit: number }): Promise<SyncRecord[]> {
+    const before = args.beforeId === undefined ? '' : 'AND id < ?';
+    const params = args.beforeId === undefined ? [] : [args.beforeId];
+    const rows = this.db
+      .prepare(`SELECT * FROM audience_syncs WHERE audience_id = ? ${before} ORDER BY id DESC LIMIT ?`)
+      .all(id, ...params, args.limit) as SyncRow[];
+    return rows.map(toSyncRecord);
   }
 
   async sync(args: {

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { DeliveryDetail, DeliveryFilter, DeliveryReads, DeliveryView } from '../delivery-reads.js';
-import { searchConditions } from '../delivery-search.js';
+import { errorClassPatterns, searchConditions } from '../delivery-search.js';
 import { deliveryEventColumns, toAttemptView, toDeliveryView, type AttemptRow, type DeliveryRow } from '../rows.js';
 import type { LeaseTable } from './lease-table.js';
 
@@ -16,6 +16,19 @@ export function searchQuery(filter: DeliveryFilter): { sql: string; params: unkn
   if (filter.status) {
     where.push('d.status = ?');
     params.push(filter.status);
+  }
+  if (filter.deadSinceMs !== undefined) {
+    where.push('d.completed_at >= ?');
+    params.push(filter.deadSinceMs);
+  }
+  if (filter.deadUntilMs !== undefined) {
+    where.push('d.completed_at < ?');
+    params.push(filter.deadUntilMs);
+  }
+  if (filter.errorClass !== undefined) {
+    const patterns = errorClassPatterns(filter.errorClass);
+    where.push(`(${patterns.map(() => `d.last_error LIKE ? ESCAPE '\\'`).join(' OR ')})`);
+    params.push(...patterns);
   }
   if (events.length > 0) {
     where.push(`d.event_id IN (SELECT id FROM events WHERE ${events.map((c) => c.sql).join(' AND ')})`);

@@ -6,7 +6,7 @@ import type { AuditLog } from '../audit-log.js';
 import type { DestinationHealthStore } from '../destination-health.js';
 import type { RateLimitBuckets } from '../rate-limit-buckets.js';
 import type { StoredCatalog } from '../catalog-store.js';
-import type { ClaimedDelivery, ClaimRequest, Completion, HeldLease, NewDelivery, ReplayFilter } from '../delivery-queue.js';
+import type { ClaimedDelivery, ClaimRequest, Completion, HeldLease, NewDelivery, ReplayDeliveryOutcome, ReplayFilter } from '../delivery-queue.js';
 import type { DeliveryDetail, DeliveryFilter, DeliveryView } from '../delivery-reads.js';
 import type { DestinationBacklog } from '../backlog.js';
 import { SqliteBacklog } from './sqlite-backlog.js';
@@ -38,6 +38,7 @@ import { SqliteClaims } from './sqlite-claim.js';
 import { SqliteCompletions } from './sqlite-completion.js';
 import { openConnection, truncateWal } from './sqlite-connection.js';
 import { abandonPending, countReplayable, replay } from './sqlite-dead-letters.js';
+import { replayDelivery } from './sqlite-replay-delivery.js';
 import { SqliteDeliveryReads } from './sqlite-delivery-reads.js';
 import { SqliteDeliveryRows } from './sqlite-delivery-rows.js';
 import { SqliteEventLog } from './sqlite-event-log.js';
@@ -189,6 +190,9 @@ export class SqliteStore implements Store {
   }
   async replay(filter: ReplayFilter, nowMs: number): Promise<number> {
     return this.db.transaction(() => replay(this.db, this.leases, this.deliveries.counts, filter, nowMs).length)();
+  }
+  async replayDelivery(args: { id: number; destinationIdsIn: readonly string[] }, nowMs: number): Promise<ReplayDeliveryOutcome> {
+    return this.db.transaction(() => replayDelivery(this.db, this.leases, this.deliveries.counts, args, nowMs)).immediate();
   }
   async countReplayable(filter: ReplayFilter): Promise<number> {
     return countReplayable(this.db, filter);
