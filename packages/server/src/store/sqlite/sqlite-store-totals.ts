@@ -8,8 +8,8 @@ export type SqliteTotalName = 'events' | 'succeeded';
  * (sqlite-backlog-counts.ts) do not hold: events stored and deliveries that succeeded. Kept as
  * they are, and for the same reasons: a row per total in a TEMP table of the store's one
  * connection, so a write rolled back takes its count with it, added to once per statement or
- * batch by the writers, and counted from the indexes once, when the store opens (a million
- * events take some 20 ms then, instead of at every read).
+ * batch by the writers, and counted from the indexes once, when the store opens, instead of at
+ * every read.
  */
 export class SqliteStoreTotals {
   private readonly addSql: Database.Statement<[number, SqliteTotalName]>;
