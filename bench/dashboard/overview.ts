@@ -7,8 +7,9 @@
  * starts Ferry on it with the delivery worker off (so the backlog stays as filled); then opens
  * `/dashboard/` in Debian's Chromium, signed in, and measures from navigation start to the
  * moment the totals, the per-destination table (every destination with its pending count) and
- * both charts are on screen with data, read as `performance.now()` in the page. Each run uses
- * a fresh browser context: no cached asset, no warm connection.
+ * both charts are on screen with data, read as `performance.now()` in the page; and, apart, the
+ * moment the totals and the table alone are (the page shows them without waiting for the
+ * charts). Each run uses a fresh browser context: no cached asset, no warm connection.
  *
  *   npm run build && tsx bench/dashboard/overview.ts [--store postgres] [--events N] [--pending N] [--runs N]
  *
@@ -101,7 +102,7 @@ async function fill(dataDir: string): Promise<number> {
 
 /** How long each admin call the Overview makes takes, from this process (median of 5): where a slow paint's time goes. */
 async function timeApi(url: string): Promise<Record<string, number>> {
-  const paths = ['/session', '/stats', '/series?window=1h', ...destinations.map((d) => `/destinations/${d}/stats`)];
+  const paths = ['/session', '/stats', '/series?window=1h', '/destinations?include=stats'];
   const out: Record<string, number> = {};
   for (const path of paths) {
     const times: number[] = [];
@@ -119,8 +120,10 @@ async function timeApi(url: string): Promise<Record<string, number>> {
 
 /** One load of the Overview in a fresh context: ms from navigation start to the data on screen. */
 interface Load {
-  /** Navigation start to the data on screen. */
+  /** Navigation start to the data on screen, charts included. */
   ms: number;
+  /** Navigation start to the figures and every destination's row on screen (the charts may still be coming). */
+  contentMs: number;
   /** When each request of the load started and ended, ms from navigation start (Resource Timing). */
   requests: { name: string; start: number; end: number }[];
 }
@@ -132,17 +135,28 @@ async function measure(browser: import('playwright-core').Browser, url: string):
     await context.addInitScript((token) => sessionStorage.setItem('ferry.dashboard.token', token), adminToken);
     const page = await context.newPage();
     await page.goto(`${url}/dashboard/#/overview`, { waitUntil: 'commit' });
-    const handle = await page.waitForFunction(
+    // Two marks, each read in the page at the frame it is first true: the figures and the
+    // table (what the page has to say), then the charts as well.
+    const content = await page.waitForFunction(
       (expected) => {
         const rows = [...document.querySelectorAll('[aria-label="Destination health"] tbody tr')];
+        // The pending column (the third cell: the destination's name is a th).
         const filled = rows.length === expected && rows.every((r) => /\d/.test(r.querySelectorAll('td')[1]?.textContent ?? ''));
-        const tiles = document.querySelector('.tile dd')?.textContent?.replace(/\D/g, '') !== '';
+        const tiles = (document.querySelector('.tile dd')?.textContent?.replace(/\D/g, '') ?? '') !== '';
+        return filled && tiles ? performance.now() : false;
+      },
+      destinations.length,
+      { timeout: 60_000, polling: 'raf' },
+    );
+    const contentMs = (await content.jsonValue()) as number;
+    const handle = await page.waitForFunction(
+      () => {
         const charts = [...document.querySelectorAll('.chart [role="img"]')].filter(
           (c) => c.querySelector('canvas') && /[1-9]/.test(c.getAttribute('aria-label') ?? ''),
         );
-        return filled && tiles && charts.length === 2 ? performance.now() : false;
+        return charts.length === 2 ? performance.now() : false;
       },
-      destinations.length,
+      undefined,
       { timeout: 60_000, polling: 'raf' },
     );
     const ms = (await handle.jsonValue()) as number;
@@ -155,7 +169,7 @@ async function measure(browser: import('playwright-core').Browser, url: string):
         })),
       ),
     );
-    return { ms, requests: requests.map((r) => ({ name: r.name, start: round(r.start, 1), end: round(r.end, 1) })) };
+    return { ms, contentMs, requests: requests.map((r) => ({ name: r.name, start: round(r.start, 1), end: round(r.end, 1) })) };
   } finally {
     await context.close();
   }
@@ -178,6 +192,7 @@ await main(async () => {
     const ferry = await startFerry({ configPath, dataDir, deliver: false });
     const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
     const times: number[] = [];
+    const contentTimes: number[] = [];
     let lastLoad: Load | undefined;
     let apiMs: Record<string, number> = {};
     try {
@@ -186,6 +201,7 @@ await main(async () => {
       for (let i = 0; i < runs; i++) {
         lastLoad = await measure(browser, ferry.url);
         times.push(round(lastLoad.ms, 1));
+        contentTimes.push(round(lastLoad.contentMs, 1));
       }
       apiMs = await timeApi(ferry.url);
     } finally {
@@ -205,6 +221,10 @@ await main(async () => {
       goalMs,
       // As the other benchmarks' figures, the goal is read on the median of the runs.
       met: median(times) < goalMs,
+      // The figures and every destination's row on screen, before the charts may be.
+      contentRunsMs: contentTimes,
+      contentMedianMs: round(median(contentTimes), 1),
+      contentMaxMs: Math.max(...contentTimes),
       apiMs,
       lastLoadRequests: lastLoad?.requests ?? [],
       // The machine is shared: its load while the loads were measured says how quiet it was.
@@ -213,8 +233,12 @@ await main(async () => {
     };
     printTable(
       `Dashboard overview, first meaningful paint (${storeKind}, ${events.toLocaleString('en-US')} events, ${pending.toLocaleString('en-US')} pending)`,
-      ['run', 'ms'],
-      [...times.map((t, i) => [String(i + 1), t]), ['median', result.medianMs], ['max', result.maxMs]],
+      ['run', 'everything, ms', 'figures and table, ms'],
+      [
+        ...times.map((t, i) => [String(i + 1), t, contentTimes[i]!]),
+        ['median', result.medianMs, result.contentMedianMs],
+        ['max', result.maxMs, result.contentMaxMs],
+      ],
     );
     printTable('Admin calls of the Overview, median of 5, ms', ['call', 'ms'], Object.entries(apiMs));
     printTable(

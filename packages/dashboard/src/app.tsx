@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, whenUnauthorized } from './lib/api.js';
+import { takeEarly } from './lib/early-calls.js';
 import { href, useRoute } from './lib/router.js';
 import { forgetToken, readToken } from './lib/token.js';
 import type { Session } from './lib/types.js';
@@ -16,7 +17,7 @@ export function App() {
   useEffect(() => {
     whenUnauthorized(() => setSession(null));
     if (readToken() === null) return;
-    api<Session>('GET', '/session').then(
+    (takeEarly<Session>('/session') ?? api<Session>('GET', '/session')).then(
       (s) => {
         setSession(s);
         setChecking(false);

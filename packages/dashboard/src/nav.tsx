@@ -1,6 +1,6 @@
 import type { FunctionComponent } from 'preact';
 import type { PageProps } from './lib/types.js';
-import { OverviewPage } from './pages/overview.js';
+import { OverviewPage, openOverviewEarly } from './pages/overview.js';
 import { SourcesPage } from './pages/sources.js';
 import { DestinationsPage } from './pages/destinations.js';
 import { DeliveriesPage } from './pages/deliveries.js';
@@ -10,10 +10,11 @@ import { AudiencesPage } from './pages/audiences.js';
 
 /**
  * The pages, in the navigation's order: one line each, so adding a page is adding a line.
- * `path` is the route's first segment (`#/sources/...`).
+ * `path` is the route's first segment (`#/sources/...`). `openEarly`: what a page asks for
+ * first, started with the session check when the app opens on it (lib/early-calls.ts).
  */
-export const pages: readonly { path: string; label: string; page: FunctionComponent<PageProps> }[] = [
-  { path: 'overview', label: 'Overview', page: OverviewPage },
+export const pages: readonly { path: string; label: string; page: FunctionComponent<PageProps>; openEarly?: () => void }[] = [
+  { path: 'overview', label: 'Overview', page: OverviewPage, openEarly: openOverviewEarly },
   { path: 'sources', label: 'Sources', page: SourcesPage },
   { path: 'destinations', label: 'Destinations', page: DestinationsPage },
   { path: 'deliveries', label: 'Deliveries', page: DeliveriesPage },

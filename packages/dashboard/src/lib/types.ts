@@ -61,6 +61,14 @@ export interface DestinationStats {
   circuits: { url: string; state: 'closed' | 'open' | 'half-open'; since: string; consecutiveFailures: number }[];
 }
 
+/** A destination's stats as `GET /destinations?include=stats` shows them: without `retrying`. */
+export type DestinationStatsSummary = Omit<DestinationStats, 'retrying'>;
+
+/** `GET /destinations?include=stats`. */
+export interface DestinationsWithStats {
+  destinations: (Destination & { stats: DestinationStatsSummary })[];
+}
+
 /** `GET /stats`. */
 export interface Stats {
   events: number;

@@ -1,13 +1,25 @@
-import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { api } from '../lib/api.js';
+import { useMemo, useRef, useState } from 'preact/hooks';
 import { age, count, ms, percent } from '../lib/format.js';
 import { href } from '../lib/router.js';
-import type { DestinationStats, PageProps, Series, Stats } from '../lib/types.js';
+import type { DestinationStatsSummary, DestinationsWithStats, PageProps, Series, Stats } from '../lib/types.js';
 import { useApi } from '../lib/use-api.js';
-import { TimeChart } from '../components/chart.js';
+import { LazyTimeChart, loadCharts } from '../components/lazy-chart.js';
+import { callEarly } from '../lib/early-calls.js';
 import { ErrorNotice, Loading } from '../components/notice.js';
 
 const refreshMs = 10_000;
+const statsPath = '/stats';
+const destinationsPath = '/destinations?include=stats';
+const seriesPath = (window: '1h' | '24h') => `/series?window=${window}`;
+
+/**
+ * When the app opens on the Overview: its first reads and its charts' code are asked for with
+ * the session check, not after it.
+ */
+export function openOverviewEarly(): void {
+  callEarly([statsPath, destinationsPath, seriesPath('1h')]);
+  loadCharts().catch(() => undefined);
+}
 
 /** Why a destination needs attention, most urgent first. */
 type Concern = 'failing' | 'backlog growing' | 'breaker open' | 'disabled';
@@ -17,18 +29,22 @@ interface DestinationRow {
   id: string;
   name: string;
   enabled: boolean;
-  stats: DestinationStats | undefined;
+  stats: DestinationStatsSummary | undefined;
   concerns: Concern[];
 }
 
-/** Overview: traffic charts over the last hour or day, and each destination's health, what needs attention first. */
+/**
+ * Overview: traffic charts over the last hour or day, and each destination's health, what
+ * needs attention first. Its three reads go out together, and the figures and the table show
+ * as soon as theirs are in: the charts' code loads beside them and never holds them up.
+ */
 export function OverviewPage(_props: PageProps) {
   const [window, setWindow] = useState<'1h' | '24h'>('1h');
-  const stats = useApi<Stats>('/stats', refreshMs);
-  const series = useApi<Series>(`/series?window=${window}`, refreshMs);
-  const destinations = useDestinationStats(stats.data, refreshMs);
-
-  const rows = useMemo(() => destinations.rows.slice().sort(byUrgency), [destinations.rows]);
+  const stats = useApi<Stats>(statsPath, refreshMs);
+  const series = useApi<Series>(seriesPath(window), refreshMs);
+  const destinations = useApi<DestinationsWithStats>(destinationsPath, refreshMs);
+  const rows = useDestinationRows(destinations.data);
+  const loadingDestinations = destinations.data === undefined && destinations.error === undefined;
   const attention = rows.filter((r) => r.concerns.length > 0);
 
   return (
@@ -47,9 +63,9 @@ export function OverviewPage(_props: PageProps) {
 
       <section aria-labelledby="attention-title" class="panel">
         <h2 id="attention-title">Needs attention</h2>
-        {stats.data === undefined || destinations.loading ? (
+        {loadingDestinations ? (
           <Loading />
-        ) : attention.length === 0 ? (
+        ) : destinations.data === undefined ? null : attention.length === 0 ? (
           <p class="ok-line">Every destination is delivering.</p>
         ) : (
           <ul class="attention">
@@ -81,7 +97,7 @@ export function OverviewPage(_props: PageProps) {
       <section aria-labelledby="destinations-title" class="panel">
         <h2 id="destinations-title">Destinations</h2>
         {destinations.error !== undefined && <ErrorNotice error={destinations.error} />}
-        {rows.length === 0 && !destinations.loading ? <p class="muted">No destination yet.</p> : <DestinationTable rows={rows} />}
+        {rows.length === 0 && !loadingDestinations ? <p class="muted">No destination yet.</p> : <DestinationTable rows={rows} />}
       </section>
     </>
   );
@@ -120,8 +136,8 @@ function TrafficCharts(props: { series: Series }) {
   );
   return (
     <div class="charts">
-      <TimeChart title={`Events accepted ${per}`} summary={`${count(sum(accepted))} accepted in this window`} times={times} lines={acceptedLines} />
-      <TimeChart
+      <LazyTimeChart title={`Events accepted ${per}`} summary={`${count(sum(accepted))} accepted in this window`} times={times} lines={acceptedLines} />
+      <LazyTimeChart
         title={`Deliveries by outcome ${per}`}
         summary={`${count(sum(delivered))} delivered, ${count(sum(retried))} retried, ${count(sum(dead))} dead in this window`}
         times={times}
@@ -188,34 +204,24 @@ function DestinationTable(props: { rows: DestinationRow[] }) {
   );
 }
 
-/** Each destination's stats, read again with the totals; a backlog is "growing" when pending rose since the last read. */
-function useDestinationStats(stats: Stats | undefined, _refreshMs: number) {
-  const [state, setState] = useState<{ rows: DestinationRow[]; error: unknown; loading: boolean }>({ rows: [], error: undefined, loading: true });
+/** The table's rows from the list with stats; a backlog is "growing" when pending rose since the list was last read. */
+function useDestinationRows(listed: DestinationsWithStats | undefined): DestinationRow[] {
   const previous = useRef(new Map<string, number>());
-  useEffect(() => {
-    if (!stats) return undefined;
-    let live = true;
-    Promise.all(stats.destinations.map((d) => api<DestinationStats>('GET', `/destinations/${encodeURIComponent(d.id)}/stats`).catch(() => undefined))).then(
-      (all) => {
-        if (!live) return;
-        const rows = stats.destinations.map((d, i) => {
-          const s = all[i];
-          const before = previous.current.get(d.id);
-          return { id: d.id, name: d.name, enabled: d.enabled, stats: s, concerns: concernsOf(d.enabled, s, before) };
-        });
-        previous.current = new Map(rows.map((r) => [r.id, r.stats?.pending ?? 0]));
-        setState({ rows, error: undefined, loading: false });
-      },
-      (error: unknown) => live && setState((s) => ({ ...s, error, loading: false })),
-    );
-    return () => {
-      live = false;
-    };
-  }, [stats]);
-  return state;
+  return useMemo(() => {
+    if (listed === undefined) return [];
+    const rows = listed.destinations.map((d) => ({
+      id: d.id,
+      name: d.name,
+      enabled: d.enabled,
+      stats: d.stats,
+      concerns: concernsOf(d.enabled, d.stats, previous.current.get(d.id)),
+    }));
+    previous.current = new Map(rows.map((r) => [r.id, r.stats.pending]));
+    return rows.sort(byUrgency);
+  }, [listed]);
 }
 
-function concernsOf(enabled: boolean, s: DestinationStats | undefined, pendingBefore: number | undefined): Concern[] {
+function concernsOf(enabled: boolean, s: DestinationStatsSummary | undefined, pendingBefore: number | undefined): Concern[] {
   const out: Concern[] = [];
   if (s) {
     const recent = s.windows['5m'];

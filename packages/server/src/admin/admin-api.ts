@@ -24,7 +24,7 @@ import { liveRoutes } from './live-routes.js';
 import { seriesRoutes } from './series-routes.js';
 import { writeKeyRoutes } from './write-key-routes.js';
 import type { ActivitySeries } from '../metrics/activity-series.js';
-import { statsRoutes, type StatsRouteDeps } from './stats-routes.js';
+import { DestinationStatsReader, statsRoutes, type StatsRouteDeps } from './stats-routes.js';
 import { secretRoutes } from './secret-routes.js';
 import { sessionRoutes } from './session-routes.js';
 import { destinationTestRoutes } from './destination-test-routes.js';
@@ -41,7 +41,7 @@ declare module 'fastify' {
 }
 
 /** What the whole admin surface needs: the admin routes' dependencies, plus audiences, tokens and the log. */
-export interface AdminApiDeps extends AdminDeps {
+export interface AdminApiDeps extends Omit<AdminDeps, 'destinationStats'> {
   audiences: { store: AudienceStore; sync: AudienceSync };
   /** The tokens in force: the bootstrap token and those made through the API. */
   tokens: AdminTokens;
@@ -82,7 +82,13 @@ export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps)
       admin.setNotFoundHandler((request, reply) => reply.code(404).send(notFound(request.method, request.url).toBody()));
       await admin.register(
         async (v1) => {
-          await adminRoutes(v1, deps);
+          const destinationStats = new DestinationStatsReader({
+            store: deps.store,
+            clock: deps.clock,
+            windows: deps.attemptWindows,
+            circuits: deps.circuits,
+          });
+          await adminRoutes(v1, { ...deps, destinationStats });
           await deliveryRoutes(v1, deps);
           await replayRoutes(v1, { ...deps, jobs: deps.replay.jobs, settings: deps.replay.settings });
           await archiveReplayRoutes(v1, { store: deps.store, catalog: deps.catalog, clock: deps.clock, jobs: deps.replay.jobs });
@@ -101,7 +107,7 @@ export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps)
           await configRoutes(v1, deps);
           await seriesRoutes(v1, deps.activity);
           await retentionRoutes(v1, deps.store);
-          await statsRoutes(v1, { store: deps.store, catalog: deps.catalog, clock: deps.clock, windows: deps.attemptWindows, circuits: deps.circuits });
+          await statsRoutes(v1, { store: deps.store, catalog: deps.catalog, reader: destinationStats });
         },
         { prefix: '/v1' },
       );

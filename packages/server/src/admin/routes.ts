@@ -10,7 +10,8 @@ import type { Store } from '../store/store.js';
 import type { Clock } from '../util/clock.js';
 import { knownIds } from './delivery-routes.js';
 import { mergePatch } from './merge-patch.js';
-import { pageLimit } from './query-params.js';
+import { optionalChoice, pageLimit } from './query-params.js';
+import type { DestinationStatsReader } from './stats-routes.js';
 import { backfillDays, backfillFilter, refuseDisabled, startArchiveReplay } from './archive-replay-routes.js';
 import { toReplayJobView } from './replay-routes.js';
 
@@ -26,6 +27,8 @@ export interface AdminDeps {
   replay: { jobs: ReplayJobRunner; settings: ReplaySettings };
   /** Called when jobs became due (a replay), so the worker looks at once. */
   onQueued?: () => void;
+  /** Every destination's stats for `GET /destinations?include=stats` (stats-routes.ts). */
+  destinationStats: Pick<DestinationStatsReader, 'summaries'>;
 }
 
 /**
@@ -72,7 +75,13 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminDeps): Promis
       .destinations()
       .map((d) => d.id)
       .filter((d) => d !== id);
-  app.get('/destinations', async () => ({ destinations: catalog.destinations().map(redactDestination) }));
+  // `include=stats` adds each one's stats: a dashboard's overview in one call, the backlog read once.
+  app.get<{ Querystring: { include?: string } }>('/destinations', { config: { query: ['include'] } }, async (request) => {
+    const destinations = catalog.destinations();
+    if (optionalChoice(request.query.include, 'include', ['stats'] as const) === undefined) return { destinations: destinations.map(redactDestination) };
+    const stats = await deps.destinationStats.summaries(destinations);
+    return { destinations: destinations.map((d, i) => ({ ...redactDestination(d), stats: stats[i]! })) };
+  });
   app.get<{ Params: { id: string } }>('/destinations/:id', async (request) => {
     const destination = catalog.destination(request.params.id);
     if (!destination) throw new FerryError('not_found', `no destination ${request.params.id}`);

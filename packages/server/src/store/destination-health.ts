@@ -41,6 +41,8 @@ export interface DestinationHealthStore {
   autoDisable(args: { destinationId: string; failingSinceAtOrBeforeMs: number; nowMs: number; reason: string }): Promise<AutoDisabled | undefined>;
   /** The record of a destination; undefined when there is none (never failed, or started afresh). */
   get(destinationId: string): Promise<DestinationHealth | undefined>;
+  /** Every record, in one read (a row per destination that failed since it was last saved). */
+  list(): Promise<DestinationHealth[]>;
 }
 
 /** A row of `destination_health`, as both dialects name its columns. */

@@ -150,6 +150,42 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.equal(unknown.status, 404);
       assert.equal(unknown.json.errors[0].code, 'not_found');
     });
+
+    test('every destination with its stats in one call: each as its own stats say, but retrying; a bad include is 400', async (t) => {
+      const { ferry, clock } = await start(t);
+      await ferry.send('/v1/batch', { batch: [track('a1'), track('a2')] });
+      await ferry.idle();
+      await ferry.ferry.autoDisable.settled();
+      clock.advance(30_000);
+      const listed = await ferry.admin('GET', '/destinations?include=stats');
+      assert.equal(listed.status, 200);
+      assert.deepEqual(
+        listed.json.destinations.map((d: any) => [d.id, d.stats.pending, d.stats.dead]),
+        [
+          ['broken', 2, 0],
+          ['gone', 0, 2],
+          ['hooks', 0, 0],
+        ],
+      );
+      const plain = (await ferry.admin('GET', '/destinations')).json.destinations;
+      for (const [i, d] of listed.json.destinations.entries()) {
+        const { stats, ...destination } = d;
+        assert.deepEqual(destination, plain[i], `${d.id}: the destination as the plain list shows it`);
+        const { retrying, ...own } = (await ferry.admin('GET', `/destinations/${d.id}/stats`)).json;
+        assert.equal(typeof retrying, 'number');
+        assert.equal('retrying' in stats, false);
+        assert.deepEqual(stats, own, `${d.id}: its stats as GET /destinations/{id}/stats answers them`);
+      }
+      assert.equal(listed.json.destinations[0].stats.failingSince !== null, true, 'the health records are read for the list too');
+      assert.equal('stats' in plain[0], false);
+
+      const bad = await ferry.admin('GET', '/destinations?include=backlog');
+      assert.equal(bad.status, 400);
+      assert.deepEqual([bad.json.errors[0].code, bad.json.errors[0].path], ['bad_request', 'include']);
+      const unknownKey = await ferry.admin('GET', '/destinations?with=stats');
+      assert.equal(unknownKey.status, 400);
+      assert.equal(unknownKey.json.errors[0].code, 'unknown_parameter');
+    });
   });
 }
 

@@ -54,4 +54,9 @@ export class PgDestinationHealth implements DestinationHealthStore {
     const { rows } = await this.pool.query<DestinationHealthRow>(`SELECT * FROM destination_health WHERE destination_id = $1`, [destinationId]);
     return rows[0] === undefined ? undefined : toDestinationHealth(rows[0]);
   }
+
+  async list(): Promise<DestinationHealth[]> {
+    const { rows } = await this.pool.query<DestinationHealthRow>(`SELECT * FROM destination_health`);
+    return rows.map(toDestinationHealth);
+  }
 }

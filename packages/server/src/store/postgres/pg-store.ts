@@ -9,6 +9,7 @@ import type { ClaimedDelivery, ClaimRequest, Completion, HeldLease, NewDelivery,
 import type { DeliveryDetail, DeliveryFilter, DeliveryView } from '../delivery-reads.js';
 import type { DestinationBacklog } from '../backlog.js';
 import { PgBacklog } from './pg-backlog.js';
+import { PgStoreTotals } from './pg-store-totals.js';
 import type { IngestOutcome, IngestWrite, RejectionCount, RejectionView } from '../event-log.js';
 import type { ExecuteRegulationArgs, Regulation, RegulationCursor } from '../regulations-store.js';
 import type {
@@ -90,6 +91,7 @@ export class PgStore implements Store {
   private readonly completions: PgCompletions;
   private readonly reads: PgDeliveryReads;
   private readonly backlogReads: PgBacklog;
+  private readonly totals: PgStoreTotals;
   private readonly clock: Clock;
   private readonly regulations: PgRegulations;
   private readonly replayJobs: PgReplayJobs;
@@ -104,6 +106,7 @@ export class PgStore implements Store {
     this.reads = new PgDeliveryReads(pools.main);
     this.clock = options.clock ?? systemClock;
     this.backlogReads = new PgBacklog(pools.main);
+    this.totals = new PgStoreTotals(pools.main);
     this.regulations = new PgRegulations(pools.main, options);
     this.catalog = new PgCatalog(pools.main);
     this.replayJobs = new PgReplayJobs(pools.main);
@@ -133,6 +136,7 @@ export class PgStore implements Store {
   // event log (pg-event-log.ts)
   ingest(write: IngestWrite): Promise<IngestOutcome> {
     this.backlogReads.foldSoon(this.clock.now());
+    this.totals.foldSoon(this.clock.now());
     return this.eventLog.ingest(write);
   }
   listRejections(args: { sourceId?: string; limit: number }): Promise<RejectionView[]> {
@@ -151,6 +155,7 @@ export class PgStore implements Store {
   }
   complete(completion: Completion): Promise<boolean> {
     this.backlogReads.foldSoon(this.clock.now());
+    this.totals.foldSoon(this.clock.now());
     return this.completions.complete(completion);
   }
   releaseLeases(owner: string, nowMs: number, leases?: readonly HeldLease[]): Promise<number> {
@@ -274,16 +279,14 @@ export class PgStore implements Store {
   }
 
   // the store as a whole
+  // Kept by triggers as the tables change (migration 15, pg-store-totals.ts), not counted here.
   async stats(): Promise<StoreStats> {
-    const pool = this.pools.main;
-    const deliveries: StoreStats['deliveries'] = { pending: 0, succeeded: 0, dead: 0 };
-    const byStatus = await pool.query<{ status: keyof StoreStats['deliveries']; n: number }>(
-      `SELECT status, COUNT(*)::bigint AS n FROM deliveries GROUP BY status`,
-    );
-    for (const r of byStatus.rows) deliveries[r.status] = r.n;
-    const events = await pool.query<{ n: number }>(`SELECT COUNT(*)::bigint AS n FROM events`);
-    const rejections = await pool.query<{ n: number }>(`SELECT COALESCE(SUM(count), 0)::bigint AS n FROM rejection_counts`);
-    return { events: events.rows[0]!.n, deliveries, rejections: rejections.rows[0]!.n };
+    const [totals, rejections] = await Promise.all([
+      this.totals.read(),
+      this.pools.main.query<{ n: number }>(`SELECT COALESCE(SUM(count), 0)::bigint AS n FROM rejection_counts`),
+    ]);
+    const { events, ...deliveries } = totals;
+    return { events, deliveries, rejections: rejections.rows[0]!.n };
   }
 
   /** The server answers a query (the schema was migrated before the store was opened). */
@@ -295,6 +298,7 @@ export class PgStore implements Store {
     // Completions already handed in still reach the database: their jobs were sent.
     await this.completions.drained();
     await this.backlogReads.settled();
+    await this.totals.settled();
     this.regulations.close();
     await endPools(this.pools);
   }

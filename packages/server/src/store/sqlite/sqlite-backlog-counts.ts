@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import type { SqliteStoreTotals } from './sqlite-store-totals.js';
 
 /** One destination's pending jobs and dead letters, as the counts hold them. */
 export interface BacklogCountRow {
@@ -34,7 +35,11 @@ export class SqliteBacklogCounts {
    */
   private readonly oldestBounds = new Map<string, number>();
 
-  constructor(db: Database.Database) {
+  constructor(
+    db: Database.Database,
+    /** Where the deliveries that succeeded are counted, store-wide: a state these counts do not hold per destination. */
+    private readonly totals: SqliteStoreTotals,
+  ) {
     db.exec(`
       CREATE TEMP TABLE IF NOT EXISTS delivery_backlog (
         destination_id TEXT PRIMARY KEY,
@@ -59,18 +64,21 @@ export class SqliteBacklogCounts {
     this.pendingSql = db.prepare<[string], number>(`SELECT pending FROM temp.delivery_backlog WHERE destination_id = ?`).pluck();
   }
 
-  /** Adds to a destination's counts; runs inside the caller's transaction. */
-  adjust(destinationId: string, pending: number, dead: number): void {
+  /** Adds to a destination's counts, and `succeeded` to the store's total; runs inside the caller's transaction. */
+  adjust(destinationId: string, pending: number, dead: number, succeeded = 0): void {
     if (pending !== 0 || dead !== 0) this.adjustSql.run(destinationId, pending, dead);
+    this.totals.add('succeeded', succeeded);
   }
 
   /**
    * Adds what rows that left (deleted) or changed state had been, by destination and former
-   * status; statuses other than pending and dead count for nothing.
+   * status (a delivery that succeeded is one fewer in the store's total).
    */
   removeRows(rows: readonly { destination_id: string; status: string }[]): void {
     const by = new Map<string, { pending: number; dead: number }>();
+    let succeeded = 0;
     for (const r of rows) {
+      if (r.status === 'succeeded') succeeded -= 1;
       if (r.status !== 'pending' && r.status !== 'dead') continue;
       let e = by.get(r.destination_id);
       if (e === undefined) by.set(r.destination_id, (e = { pending: 0, dead: 0 }));
@@ -78,6 +86,7 @@ export class SqliteBacklogCounts {
       else e.dead -= 1;
     }
     for (const [d, e] of by) this.adjust(d, e.pending, e.dead);
+    this.totals.add('succeeded', succeeded);
   }
 
   /** Every destination with a pending job or a dead letter, in id order. */

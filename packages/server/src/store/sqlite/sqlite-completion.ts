@@ -102,7 +102,7 @@ export class SqliteCompletions {
             ? this.completeRetry.run({ ...base, nextAttemptAtMs: o.nextAttemptAtMs, lastError: storedText(o.lastError) })
             : this.completeDead.run({ ...base, reason: o.reason, lastError: storedText(o.lastError) });
       kept = result.changes === 1;
-      if (kept && o.status !== 'pending') this.deliveries.counts.adjust(lease.destinationId, -1, o.status === 'dead' ? 1 : 0);
+      if (kept && o.status !== 'pending') this.deliveries.counts.adjust(lease.destinationId, -1, o.status === 'dead' ? 1 : 0, o.status === 'succeeded' ? 1 : 0);
       if (kept && o.status === 'succeeded' && args.kind === 'delete') {
         // A notice delivered has done its work; kept, it would name the user it was about.
         this.deliveries.delete([args.id]);

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import type { NewDelivery } from '../delivery-queue.js';
 import type { LeaseTable } from './lease-table.js';
 import { SqliteBacklogCounts } from './sqlite-backlog-counts.js';
+import { SqliteStoreTotals } from './sqlite-store-totals.js';
 
 /**
  * Writes of `deliveries` rows that several roles share: ingestion and every queue of loose
@@ -12,6 +13,8 @@ import { SqliteBacklogCounts } from './sqlite-backlog-counts.js';
 export class SqliteDeliveryRows {
   /** Pending jobs and dead letters per destination, as every write of a row's state leaves them. */
   readonly counts: SqliteBacklogCounts;
+  /** Events stored and deliveries that succeeded, store-wide: kept by every writer of those rows. */
+  readonly totals: SqliteStoreTotals;
   private readonly insertSql: Database.Statement<[string, string | null, number | null, string, string | null, string | null, string, number, number]>;
   /** Inserts of the batch under way ({@link batch}): per destination, how many and the least id. */
   private inserted: Map<string, { n: number; least: number }> | undefined;
@@ -20,7 +23,8 @@ export class SqliteDeliveryRows {
     private readonly db: Database.Database,
     private readonly leases: LeaseTable,
   ) {
-    this.counts = new SqliteBacklogCounts(db);
+    this.totals = new SqliteStoreTotals(db);
+    this.counts = new SqliteBacklogCounts(db, this.totals);
     this.insertSql = db.prepare(
       `INSERT INTO deliveries (destination_id, source_id, event_id, kind, message_id, user_id, body, created_at, next_attempt_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,

@@ -49,4 +49,8 @@ export class SqliteDestinationHealth implements DestinationHealthStore {
     const row = this.db.prepare(`SELECT * FROM destination_health WHERE destination_id = ?`).get(destinationId) as DestinationHealthRow | undefined;
     return row === undefined ? undefined : toDestinationHealth(row);
   }
+
+  async list(): Promise<DestinationHealth[]> {
+    return (this.db.prepare(`SELECT * FROM destination_health`).all() as DestinationHealthRow[]).map(toDestinationHealth);
+  }
 }

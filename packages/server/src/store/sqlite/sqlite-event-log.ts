@@ -49,6 +49,7 @@ export class SqliteEventLog implements EventLog {
         outcome.deliveries++;
       }
     }
+    this.deliveries.totals.add('events', outcome.inserted);
     if (write.rejections.length > 0) {
       const now = write.receivedAtMs;
       for (const r of write.rejections) {

@@ -148,7 +148,8 @@ export class SqliteRegulations implements RegulationsStore {
     const eventIds = JSON.stringify(events);
     const deliveries = this.db.prepare<[string], number>(`SELECT id FROM deliveries WHERE event_id IN (SELECT value FROM json_each(?))`).pluck().all(eventIds);
     this.deliveries.delete(deliveries);
-    this.db.prepare(`DELETE FROM events WHERE id IN (SELECT value FROM json_each(?))`).run(eventIds);
+    const eventsDeleted = this.db.prepare(`DELETE FROM events WHERE id IN (SELECT value FROM json_each(?))`).run(eventIds).changes;
+    this.deliveries.totals.add('events', -eventsDeleted);
     this.db
       .prepare(`UPDATE regulations SET events_deleted = events_deleted + ?, deliveries_deleted = deliveries_deleted + ? WHERE id = ?`)
       .run(events.length, deliveries.length, id);

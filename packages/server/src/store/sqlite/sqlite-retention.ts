@@ -4,6 +4,7 @@ import type { CoalescedTask } from '../coalesced-task.js';
 import type { PruneBatchRequest, PruneBatchResult, RetentionStore, StoreRowEstimates } from '../retention-store.js';
 import { beforeCutoff, retentionTables } from '../retention-tables.js';
 import type { SqliteBacklogCounts } from './sqlite-backlog-counts.js';
+import type { SqliteStoreTotals } from './sqlite-store-totals.js';
 
 /** Free pages below which nothing is given back: 4 MB of 4 KB pages. */
 const minReclaimPages = 1024;
@@ -32,6 +33,7 @@ export class SqliteRetention implements RetentionStore {
     private readonly db: Database.Database,
     private readonly walTruncation: CoalescedTask,
     counts: SqliteBacklogCounts,
+    totals: SqliteStoreTotals,
   ) {
     const statements = {} as Record<RetentionKind, KindStatements>;
     for (const kind of retentionKinds) {
@@ -62,6 +64,7 @@ export class SqliteRetention implements RetentionStore {
         status?: string;
       }[];
       if (retentionTables[request.kind].table === 'deliveries') counts.removeRows(deleted as { destination_id: string; status: string }[]);
+      else if (retentionTables[request.kind].table === 'events') totals.add('events', -deleted.length);
       const deletedIds = deleted.map((r) => r.id);
       let attemptsDeleted = 0;
       if (retentionTables[request.kind].withAttempts && deletedIds.length > 0) attemptsDeleted = this.removeAttempts.run(JSON.stringify(deletedIds)).changes;

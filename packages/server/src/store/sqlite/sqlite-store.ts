@@ -139,7 +139,7 @@ export class SqliteStore implements Store {
       this.audit = new SqliteAuditLog(this.db);
       this.health = new SqliteDestinationHealth(this.db);
       this.rateLimitBuckets = undefined;
-      this.retention = new SqliteRetention(this.db, this.walTruncation, this.deliveries.counts);
+      this.retention = new SqliteRetention(this.db, this.walTruncation, this.deliveries.counts, this.deliveries.totals);
       this.activity = new SqliteActivityCounts(this.db);
     } catch (error) {
       // Nothing half-open stays behind, least of all the lock: the next try must not find it taken.
@@ -296,16 +296,16 @@ export class SqliteStore implements Store {
   }
 
   // the store as a whole
+  // Kept by the writes (sqlite-backlog-counts.ts, sqlite-store-totals.ts), not counted here.
   async stats(): Promise<StoreStats> {
-    const deliveries: StoreStats['deliveries'] = { pending: 0, succeeded: 0, dead: 0 };
-    for (const r of this.db.prepare(`SELECT status, COUNT(*) AS n FROM deliveries GROUP BY status`).all() as {
-      status: keyof StoreStats['deliveries'];
-      n: number;
-    }[])
-      deliveries[r.status] = r.n;
-    const events = (this.db.prepare(`SELECT COUNT(*) AS n FROM events`).get() as { n: number }).n;
+    const totals = this.deliveries.totals.read();
+    const deliveries: StoreStats['deliveries'] = { pending: 0, succeeded: totals.succeeded, dead: 0 };
+    for (const r of this.deliveries.counts.rows()) {
+      deliveries.pending += r.pending;
+      deliveries.dead += r.dead;
+    }
     const rejections = (this.db.prepare(`SELECT COALESCE(SUM(count), 0) AS n FROM rejection_counts`).get() as { n: number }).n;
-    return { events, deliveries, rejections };
+    return { events: totals.events, deliveries, rejections };
   }
 
   async checkReady(): Promise<void> {

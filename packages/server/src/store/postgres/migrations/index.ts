@@ -12,6 +12,7 @@ import * as endpointProtection from './011-endpoint-protection.js';
 import * as archiveReplay from './012-archive-replay.js';
 import * as activityCounts from './013-activity-counts.js';
 import * as backlogCounts from './014-backlog-counts.js';
+import * as storeTotals from './015-store-totals.js';
 import * as audienceSyncs from './016-audience-syncs.js';
 
 /**
@@ -33,5 +34,6 @@ export const migrations: { version: number; sql: string }[] = [
   { version: 12, sql: archiveReplay.sql },
   { version: 13, sql: activityCounts.sql },
   { version: 14, sql: backlogCounts.sql },
+  { version: 15, sql: storeTotals.sql },
   { version: 16, sql: audienceSyncs.sql },
 ];
