@@ -106,7 +106,7 @@ export class AudienceSync {
         deliveriesFor: (audience, changes, syncCount) => this.deliveriesFor(audience, changes, syncCount, nowMs),
       });
     } catch (err) {
-      await this.record({ audienceId: id, startedAtMs: nowMs, finishedAtMs: this.o.clock.now(), error: err instanceof Error ? err.message : String(err) });
+      await this.record({ audienceId: id, startedAtMs: nowMs, finishedAtMs: this.o.clock.now(), error: syncFailureText(err) });
       throw err;
     }
     if (outcome) await this.record({ audienceId: id, startedAtMs: nowMs, finishedAtMs: this.o.clock.now(), outcome });
@@ -171,4 +171,16 @@ export class AudienceSync {
     }
     return out;
   }
+}
+
+/**
+ * What the history keeps of a failed sync: the error's kind and code (PostgreSQL's SQLSTATE,
+ * SQLite's result code), not its message, which can quote a value from event data and would
+ * stay in the history, readable with a read token, after a deletion request. The server's log
+ * has the whole error.
+ */
+export function syncFailureText(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  const kind = err instanceof Error ? err.name : typeof err;
+  return `${typeof code === 'string' ? `${kind} ${code}` : kind}: the sync failed and changed nothing; the server's log has the whole error`;
 }

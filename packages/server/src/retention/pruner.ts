@@ -150,7 +150,9 @@ export class RetentionPruner {
       }
       if (report.leftToAnotherNode) break;
     }
-    if (Object.values(report.deleted).some((n) => n > 0)) await this.reclaim(startedAt);
+    // Also after a run that deleted nothing: on PostgreSQL without autovacuum the delivery queue
+    // and updated deliveries leave dead rows whether or not anything is past its retention.
+    if (!report.leftToAnotherNode) await this.reclaim(startedAt);
     this.lastRun = report;
     const total = Object.values(report.deleted).reduce((a, b) => a + b, 0);
     if (total > 0)

@@ -189,6 +189,21 @@ for (const backend of backends)
           deliveries: { ...before.deliveries, pending: before.deliveries.pending - 3 },
         });
 
+        // One delivered job sent again: one fewer succeeded, one more pending; delivered again, back.
+        await store.ingest({ receivedAtMs: t0 + 50_000, events: [event(20, ['d1'], 'u8')], rejections: [] });
+        const [sent] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 50_000, leaseMs: 60_000, limit: 10 });
+        await finish(store, sent!, { status: 'succeeded' }, t0 + 50_000);
+        const delivered = await store.stats();
+        assert.equal(await store.replayDelivery({ id: sent!.id, destinationIdsIn: ['d1'] }, t0 + 51_000), 'replayed');
+        await check('one delivery replayed', {
+          events: delivered.events,
+          deliveries: { ...delivered.deliveries, pending: delivered.deliveries.pending + 1, succeeded: delivered.deliveries.succeeded - 1 },
+        });
+        const [again] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 52_000, leaseMs: 60_000, limit: 10 });
+        assert.equal(again?.id, sent!.id);
+        await finish(store, again!, { status: 'succeeded' }, t0 + 52_000);
+        await check('replayed delivery delivered', { events: delivered.events, deliveries: delivered.deliveries });
+
         // After a restart the totals are what the rows say.
         if (opened.reopen) {
           const kept = await store.stats();
@@ -200,7 +215,7 @@ for (const backend of backends)
         await store.close();
         await opened.cleanup();
       }
-      assert.equal(steps.length, 10, 'every step was checked');
+      assert.equal(steps.length, 12, 'every step was checked');
     });
   });
 
@@ -232,8 +247,11 @@ describe('store totals: PostgreSQL deltas', () => {
     try {
       for (let i = 0; i < 5; i++) await store.ingest({ receivedAtMs: t0, events: [event(i, ['d1'])], rejections: [] });
       await foldsSettled(store);
-      // Since the first write's fold: an events row and a deliveries row per later write.
-      assert.ok((await deltas()) >= 8, 'a row per table per statement since the first fold');
+      // Since the first write's fold: an events row per later write; new deliveries add none
+      // (pending is the queue's count, kept by migration 14's deltas).
+      // (The first write's row is folded or not, as its fold ran before or after it committed.)
+      const since = await deltas();
+      assert.ok(since >= 4 && since <= 6, `the fold and a row per later write, none for deliveries: ${since}`);
       // A retry moves no delivery between statuses: no row.
       const rows = await deltas();
       const [job] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 1000, leaseMs: 60_000, limit: 1 });
@@ -242,7 +260,7 @@ describe('store totals: PostgreSQL deltas', () => {
       clock.advance(10_000);
       await store.ingest({ receivedAtMs: t0, events: [event(5, ['d1'])], rejections: [] });
       await foldsSettled(store);
-      assert.ok((await deltas()) <= 3, 'folded: one row, and the write that asked for it');
+      assert.ok((await deltas()) <= 2, 'folded: one row, and the write that asked for it');
       const expected = { events: 6, deliveries: { pending: 6, succeeded: 0, dead: 0 }, rejections: 0 };
       assert.deepEqual(await store.stats(), expected);
 

@@ -46,5 +46,8 @@ export async function deleteDeliveries(client: pg.PoolClient | pg.Pool, ids: rea
   // for one of them holds a key-share lock on it until it commits, so the attempts deleted
   // after (by a statement of their own, which sees that commit) include its row.
   await client.query(`DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE)`, [ids]);
+  // A replay that committed between the two statements queued one of them again, after the
+  // first saw its queue: without this a queue row would be left with no delivery, leased forever.
+  await client.query(`DELETE FROM delivery_queue WHERE delivery_id = ANY($1::bigint[])`, [ids]);
   await client.query(`DELETE FROM attempts WHERE delivery_id = ANY($1::bigint[])`, [ids]);
 }

@@ -103,15 +103,22 @@ export class PgRetention implements RetentionStore {
   }
 
   async reclaimSpace(): Promise<number> {
-    for (const table of await this.dueForVacuum()) {
-      await this.pool.query(`VACUUM "${table.replaceAll('"', '""')}"`);
-      this.deletedSinceVacuum.set(table, 0);
-      // A vacuum's own report reaches the statistics at once.
-      const { rows } = await this.pool.query<{ dead: string }>(
-        `SELECT n_dead_tup AS dead FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname = $1`,
+    const stats = async (table: string) => {
+      const { rows } = await this.pool.query<{ dead: string; vacuums: string }>(
+        `SELECT n_dead_tup AS dead, vacuum_count AS vacuums FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname = $1`,
         [table],
       );
-      this.deadAfterVacuum.set(table, Number(rows[0]?.dead ?? 0));
+      return { dead: Number(rows[0]?.dead ?? 0), vacuums: Number(rows[0]?.vacuums ?? 0) };
+    };
+    for (const table of await this.dueForVacuum()) {
+      const before = await stats(table);
+      await this.pool.query(`VACUUM "${table.replaceAll('"', '""')}"`);
+      this.deletedSinceVacuum.set(table, 0);
+      // From PostgreSQL 15 a vacuum's report reaches the statistics at once; before, through a
+      // collector, a moment later. A reading from before this vacuum would set the baseline to
+      // the dead rows it removed, so only one that counts this vacuum is taken; else none.
+      const after = await stats(table);
+      this.deadAfterVacuum.set(table, after.vacuums > before.vacuums ? after.dead : 0);
     }
     return 0;
   }
@@ -128,8 +135,10 @@ export class PgRetention implements RetentionStore {
   private async vacuumStates(): Promise<TableVacuumState[]> {
     const { rows } = await this.pool.query<{ table: string; rows: number; dead: string; autovacuum: boolean }>(
       `SELECT c.relname AS table, GREATEST(c.reltuples, 0)::float8 AS rows, COALESCE(s.n_dead_tup, 0) AS dead,
-              current_setting('autovacuum')::boolean
-                AND NOT EXISTS (SELECT 1 FROM unnest(c.reloptions) o WHERE o ~* '^autovacuum_enabled=(false|off|no|0|f|n)$') AS autovacuum
+              -- Autovacuum needs the statistics (track_counts) as well as its own switch.
+              current_setting('autovacuum')::boolean AND current_setting('track_counts')::boolean
+                AND COALESCE((SELECT o.option_value::boolean FROM pg_options_to_table(c.reloptions) o WHERE o.option_name = 'autovacuum_enabled'), true)
+                AS autovacuum
        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
        LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid
        WHERE n.nspname = current_schema() AND c.relkind = 'r'`,

@@ -5,7 +5,7 @@ const foldAbove = 1_000;
 /** Least time between two folds asked for by writes (see {@link PgStoreTotals.foldSoon}). */
 const foldIntervalMs = 10_000;
 
-/** Events stored and deliveries by status, as `store_total_deltas` sums them. */
+/** Events stored and deliveries by status: `store_total_deltas` summed, and pending from the backlog's deltas. */
 export interface StoreTotals {
   events: number;
   pending: number;
@@ -15,7 +15,8 @@ export interface StoreTotals {
 
 /**
  * The store's totals on PostgreSQL, from `store_total_deltas`, which the triggers of `events`
- * and `deliveries` add to once per statement (migration 15): a read sums the rows and, once
+ * and `deliveries` add to once per statement (migration 15), and pending deliveries from the
+ * queue's counts (`backlog_deltas`, migration 14, folded by pg-backlog.ts): a read sums the rows and, once
  * they are many, folds them into one (in one statement, so concurrent folds and writes lose
  * nothing), as the backlog's deltas are (pg-backlog.ts).
  */
@@ -27,7 +28,7 @@ export class PgStoreTotals {
 
   async read(): Promise<StoreTotals> {
     const { rows } = await this.pool.query<StoreTotals & { parts: number }>(
-      `SELECT COALESCE(SUM(events), 0)::bigint AS events, COALESCE(SUM(pending), 0)::bigint AS pending,
+      `SELECT COALESCE(SUM(events), 0)::bigint AS events, (SELECT COALESCE(SUM(pending), 0) FROM backlog_deltas)::bigint AS pending,
          COALESCE(SUM(succeeded), 0)::bigint AS succeeded, COALESCE(SUM(dead), 0)::bigint AS dead, COUNT(*)::int AS parts
        FROM store_total_deltas`,
     );
@@ -60,9 +61,9 @@ export class PgStoreTotals {
     this.folding ??= (async () => {
       try {
         await this.pool.query(
-          `WITH gone AS (DELETE FROM store_total_deltas RETURNING events, pending, succeeded, dead)
-           INSERT INTO store_total_deltas (events, pending, succeeded, dead)
-           SELECT SUM(events), SUM(pending), SUM(succeeded), SUM(dead) FROM gone HAVING COUNT(*) > 0`,
+          `WITH gone AS (DELETE FROM store_total_deltas RETURNING events, succeeded, dead)
+           INSERT INTO store_total_deltas (events, succeeded, dead)
+           SELECT SUM(events), SUM(succeeded), SUM(dead) FROM gone HAVING COUNT(*) > 0`,
         );
         await this.pool.query(`VACUUM store_total_deltas`);
       } catch {

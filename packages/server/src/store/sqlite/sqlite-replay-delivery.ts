@@ -26,7 +26,7 @@ export function replayDelivery(
   ).run(nowMs, args.id);
   // A late outcome of the old window (a worker whose lease ran out) must not land on the new one.
   leases.unhold(args.id);
-  counts.adjust(row.destination_id, 1, row.status === 'dead' ? -1 : 0);
+  counts.adjust(row.destination_id, 1, row.status === 'dead' ? -1 : 0, row.status === 'succeeded' ? -1 : 0);
   counts.lowerOldestBound(row.destination_id, args.id);
   return 'replayed';
 }

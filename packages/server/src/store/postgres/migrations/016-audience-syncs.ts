@@ -1,5 +1,5 @@
 /**
- * Each audience's sync history, as SQLite's migration 12: one row per sync (or per run of
+ * Each audience's sync history, as SQLite's migration 11: one row per sync (or per run of
  * quiet syncs folded together), its figures or its failure; the newest `syncHistoryLimit`
  * rows per audience are kept (store/audience-rows.ts). Number 15 belongs to other work of the
  * same release.

@@ -8,7 +8,7 @@ import * as deadLettersByDestination from './007-dead-letters-by-destination.js'
 import * as destinationHealth from './008-destination-health.js';
 import * as archiveReplay from './009-archive-replay.js';
 import * as activityCounts from './010-activity-counts.js';
-import * as audienceSyncs from './012-audience-syncs.js';
+import * as audienceSyncs from './011-audience-syncs.js';
 
 /**
  * Numbered migrations, applied in order; `PRAGMA user_version` records the number of the last
@@ -25,5 +25,5 @@ export const migrations: { version: number; sql: string }[] = [
   { version: 8, sql: destinationHealth.sql },
   { version: 9, sql: archiveReplay.sql },
   { version: 10, sql: activityCounts.sql },
-  { version: 12, sql: audienceSyncs.sql },
+  { version: 11, sql: audienceSyncs.sql },
 ];

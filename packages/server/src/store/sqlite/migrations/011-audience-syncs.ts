@@ -1,7 +1,7 @@
 /**
  * Each audience's sync history: one row per sync (or per run of quiet syncs folded together),
  * its figures or its failure; the newest `syncHistoryLimit` rows per audience are kept
- * (store/audience-rows.ts). Number 11 belongs to other work of the same release.
+ * (store/audience-rows.ts).
  */
 export const sql = `
 CREATE TABLE audience_syncs (
