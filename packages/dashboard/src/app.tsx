@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, whenUnauthorized } from './lib/api.js';
-import { takeEarly } from './lib/early-calls.js';
+import { forgetEarly, takeEarly } from './lib/early-calls.js';
 import { href, useRoute } from './lib/router.js';
 import { forgetToken, readToken } from './lib/token.js';
 import type { Session } from './lib/types.js';
@@ -15,7 +15,10 @@ export function App() {
   const route = useRoute();
 
   useEffect(() => {
-    whenUnauthorized(() => setSession(null));
+    whenUnauthorized(() => {
+      forgetEarly();
+      setSession(null);
+    });
     if (readToken() === null) return;
     (takeEarly<Session>('/session') ?? api<Session>('GET', '/session')).then(
       (s) => {
@@ -24,6 +27,7 @@ export function App() {
       },
       () => {
         forgetToken();
+        forgetEarly();
         setChecking(false);
       },
     );
@@ -35,6 +39,7 @@ export function App() {
   const entry = pages.find((p) => p.path === route[0]) ?? pages[0]!;
   const signOut = () => {
     forgetToken();
+    forgetEarly();
     setSession(null);
   };
   return (

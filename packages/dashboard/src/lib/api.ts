@@ -28,6 +28,16 @@ export function whenUnauthorized(handler: () => void): void {
   onUnauthorized = handler;
 }
 
+/**
+ * The server refused `token` (401): forgets it and goes back to sign-in, unless the tab holds
+ * another token by now, as when an old call's answer arrives after the person signed in again.
+ */
+export function tokenRefused(token: string | null): void {
+  if (readToken() !== token) return;
+  forgetToken();
+  onUnauthorized();
+}
+
 /** The admin API's base path on this origin. */
 export const apiBase = '/admin/v1';
 
@@ -49,7 +59,8 @@ export function authHeaders(token = readToken()): Record<string, string> {
  * {@link ApiError} carrying the server's code, message and field path.
  */
 export async function api<T>(method: string, path: string, body?: unknown, token?: string): Promise<T> {
-  const headers: Record<string, string> = authHeaders(token ?? readToken());
+  const sent = token ?? readToken();
+  const headers: Record<string, string> = authHeaders(sent);
   if (body !== undefined) headers['content-type'] = 'application/json';
   let response: Response;
   try {
@@ -61,10 +72,8 @@ export async function api<T>(method: string, path: string, body?: unknown, token
   const json: unknown = text === '' ? undefined : parseJson(text);
   if (!response.ok) {
     const detail = errorDetail(json) ?? { code: `http_${response.status}`, message: `The server answered ${response.status}.` };
-    if (response.status === 401 && token === undefined) {
-      forgetToken();
-      onUnauthorized();
-    }
+    // A call made with a token of its own (sign-in's check, an early call) leaves the tab's token alone.
+    if (response.status === 401 && token === undefined) tokenRefused(sent);
     throw new ApiError(response.status, detail.code, detail.message, detail.path);
   }
   return json as T;

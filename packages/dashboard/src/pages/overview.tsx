@@ -65,7 +65,10 @@ export function OverviewPage(_props: PageProps) {
         <h2 id="attention-title">Needs attention</h2>
         {loadingDestinations ? (
           <Loading />
-        ) : destinations.data === undefined ? null : attention.length === 0 ? (
+        ) : destinations.data === undefined ? (
+          // The error itself is shown with the Destinations table below; here, that nothing is known.
+          <p class="muted">Destination health unavailable.</p>
+        ) : attention.length === 0 ? (
           <p class="ok-line">Every destination is delivering.</p>
         ) : (
           <ul class="attention">

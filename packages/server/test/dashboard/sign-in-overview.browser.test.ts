@@ -75,3 +75,40 @@ test('a read token signs in as read only and sees the overview', async (t) => {
   await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
   browser.assertClean();
 });
+
+test("a revoked token kept in the tab leads to sign-in, and signing in again shows the overview without the old token's refusals", async (t) => {
+  const cleanup = cleanups(t);
+  const ferry = await startFerry(testConfig([webhooksDestination('hooks', ['http://127.0.0.1:9/unused'])]), { deliver: false });
+  cleanup(() => ferry.stop());
+  const made = (await ferry.admin('POST', '/tokens', { name: 'old', scope: 'admin' })).json as { id: string; token: string };
+  assert.equal((await ferry.admin('DELETE', `/tokens/${made.id}`)).status, 204);
+
+  const browser = await launchBrowser(ferry.url);
+  cleanup(() => browser.close());
+  const page = await browser.newPage();
+  await page.goto(`${ferry.url}/dashboard/`);
+  await page.evaluate((token) => sessionStorage.setItem('ferry.dashboard.token', token), made.token);
+  // Opened on the Overview with the revoked token: the session check and the page's three reads go out early, and all are refused.
+  const refused = ['/session', '/stats', '/destinations?include=stats', '/series?window=1h'].map((path) =>
+    page.waitForResponse((r) => r.url().endsWith(`/admin/v1${path}`) && r.status() === 401),
+  );
+  await page.reload();
+  await Promise.all(refused);
+  await page.getByLabel('Admin or read token').waitFor();
+  assert.equal(await page.evaluate(() => sessionStorage.length), 0, 'the refused token is forgotten');
+
+  // Signing in again in the same page, within the early answers' 10 s: the page asks with the new token.
+  await page.getByLabel('Admin or read token').fill(adminToken);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor();
+  // Checked before the page's 10 s refresh could replace a refusal shown first.
+  await page.locator('.tiles, [role="alert"]').first().waitFor();
+  assert.equal(await page.getByRole('alert').count(), 0, 'no refusal of the old token is shown');
+  await page.getByText('Every destination is delivering.').waitFor({ timeout: 5_000 });
+  await page.getByRole('img', { name: /Events accepted per minute/ }).waitFor({ timeout: 5_000 });
+  assert.equal(await page.getByRole('alert').count(), 0);
+  assert.equal(await page.locator('.tile', { hasText: 'Events stored' }).locator('dd').textContent(), '0');
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('ferry.dashboard.token')), adminToken, 'the new token is kept');
+  await page.getByRole('navigation', { name: 'Main' }).waitFor();
+  browser.assertClean();
+});
