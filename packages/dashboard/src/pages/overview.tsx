@@ -100,7 +100,11 @@ export function OverviewPage(_props: PageProps) {
       <section aria-labelledby="destinations-title" class="panel">
         <h2 id="destinations-title">Destinations</h2>
         {destinations.error !== undefined && <ErrorNotice error={destinations.error} />}
-        {rows.length === 0 && !loadingDestinations ? <p class="muted">No destination yet.</p> : <DestinationTable rows={rows} />}
+        {destinations.data === undefined && destinations.error !== undefined ? null : rows.length === 0 && !loadingDestinations ? (
+          <p class="muted">No destination yet.</p>
+        ) : (
+          <DestinationTable rows={rows} />
+        )}
       </section>
     </>
   );

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Route } from 'playwright-core';
-import { launchBrowser, signIn } from '../helpers/browser.js';
+import { inspect, launchBrowser, signIn } from '../helpers/browser.js';
 import { cleanups } from '../helpers/cleanups.js';
 import { adminToken, startFerry, testConfig, webhooksDestination, type TestFerry } from '../helpers/ferry.js';
 
@@ -102,11 +102,52 @@ test("OL02 the figures and the destination table show while the charts' code is 
   assert.equal(await page.locator('.chart canvas').count(), 0, 'no chart yet');
   assert.equal(await page.locator('.chart .chart-placeholder').count(), 2, 'each chart has its place, under its title');
   assert.equal(await page.getByText('Events accepted per minute').count(), 1);
+  await page.getByRole('img', { name: 'Events accepted per minute: loading' }).waitFor();
 
   release();
   await page.getByRole('img', { name: /Events accepted per minute: 3 accepted/ }).waitFor();
   await page.getByRole('img', { name: /Deliveries by outcome per minute/ }).waitFor();
   assert.equal(await page.locator('.chart canvas').count(), 2);
   assert.equal(await page.locator('.chart-placeholder').count(), 0);
+  browser.assertClean();
+});
+
+test('OL03 charts whose code cannot be fetched say so and load on a retry; destinations that cannot be read leave Needs attention saying so', async (t) => {
+  const cleanup = cleanups(t);
+  const ferry = await ferryWithBacklog(cleanup);
+  const browser = await launchBrowser(ferry.url);
+  cleanup(() => browser.close());
+  const page = await browser.newPage();
+  await signIn(page, ferry.url, adminToken);
+
+  // The chart chunk's fetches, until the retry, and every read of the destinations fail as a dropped connection would.
+  let chunkFails = true;
+  let chunkFetches = 0;
+  await page.route(/\/dashboard\/assets\/chart-[^/]*\.js$/, async (route: Route) => {
+    chunkFetches++;
+    if (chunkFails) await route.abort('connectionreset');
+    else await route.continue();
+  });
+  await page.route('**/admin/v1/destinations?include=stats', (route: Route) => route.abort('connectionreset'));
+  await page.reload();
+  await page.waitForFunction(() => document.querySelector('.tile dd')?.textContent === '3');
+  const attention = page.getByRole('region', { name: 'Needs attention' });
+  await attention.getByText('Destination health unavailable.').waitFor();
+  assert.equal(await attention.getByRole('status').count(), 0, 'no longer loading');
+  await page.getByRole('region', { name: 'Destinations' }).getByRole('alert').getByText('The Ferry server could not be reached.').waitFor();
+
+  const traffic = page.getByRole('region', { name: 'Traffic' });
+  await traffic.getByRole('alert').first().waitFor();
+  assert.deepEqual(await traffic.getByRole('alert').allTextContents(), ['Charts could not be loaded. Retry', 'Charts could not be loaded. Retry']);
+  assert.equal(await page.locator('[aria-busy="true"]').count(), 0, 'nothing is left busy');
+  await inspect(page, 'overview-unavailable');
+  assert.ok(chunkFetches > 0);
+  const failedFetches = chunkFetches;
+  chunkFails = false;
+  await traffic.getByRole('button', { name: 'Retry' }).first().click();
+  await page.getByRole('img', { name: /Events accepted per minute: 3 accepted/ }).waitFor();
+  await page.getByRole('img', { name: /Deliveries by outcome per minute/ }).waitFor();
+  assert.equal(await traffic.getByRole('alert').count(), 0, 'a retry brings both charts in');
+  assert.ok(chunkFetches > failedFetches, 'the retry fetched the code again');
   browser.assertClean();
 });
