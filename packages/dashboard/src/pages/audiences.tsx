@@ -114,11 +114,15 @@ function AudienceOne(props: { kind: AudienceKind; id: string; canWrite: boolean 
   };
   const sync = () =>
     run(async () => {
-      const result = await api<SyncResult>('POST', `${path}/sync`);
-      setLastSync(result);
-      one.reload();
-      // The members and the history are read again, from their first pages.
-      setMembersVersion((v) => v + 1);
+      setLastSync(null);
+      try {
+        const result = await api<SyncResult>('POST', `${path}/sync`);
+        setLastSync(result);
+        one.reload();
+      } finally {
+        // The members and the history are read again, from their first pages: a failed sync is in the history too.
+        setMembersVersion((v) => v + 1);
+      }
     });
   const remove = () =>
     run(async () => {

@@ -1,6 +1,7 @@
 import '../records.css';
 import { useEffect, useState } from 'preact/hooks';
 import { api, withQuery } from '../lib/api.js';
+import { errorClasses } from '../lib/error-classes.js';
 import { count, time } from '../lib/format.js';
 import type { Delivery, DeliveryPage, ReplayAnswer, ReplayJob } from '../lib/records.js';
 import { href } from '../lib/router.js';
@@ -13,9 +14,6 @@ import { Pager, useCursor } from '../components/pager.js';
 import { whatOf } from './deliveries.js';
 
 const pageSize = 50;
-
-/** The attempt log's error classes, which `GET /dead-letters` and `POST /dead-letters/replay` filter on. */
-const errorClasses = ['http', 'timeout', 'connect', 'dns', 'tls', 'ssrf', 'invalid_url', 'protocol'] as const;
 
 interface Filter {
   destinationId: string;

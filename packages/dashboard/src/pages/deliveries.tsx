@@ -30,7 +30,8 @@ const empty: Search = { messageId: '', userId: '', event: '', status: '', destin
 /** Deliveries: `#/deliveries` searches them (the `GET /deliveries` filters), `#/deliveries/{id}` shows one. */
 export function DeliveriesPage(props: PageProps) {
   const [id] = props.params;
-  if (id !== undefined) return <DeliveryView id={id} canWrite={props.canWrite} />;
+  // Keyed by the id: moving to another delivery starts from nothing, not from the last one's answer or dialog.
+  if (id !== undefined) return <DeliveryView key={id} id={id} canWrite={props.canWrite} />;
   return <DeliverySearch />;
 }
 
