@@ -85,6 +85,7 @@ async function setUp(
   onAfter: (fn: () => Promise<void>) => void,
   destinations: unknown[] = [],
   wrap: (store: Store) => Store = (store) => store,
+  archivePollMs = pollMs,
 ): Promise<Setup> {
   const cleanup = cleanupStack();
   onAfter(() => cleanup.run());
@@ -96,7 +97,7 @@ async function setUp(
     clock,
     deliver: false,
     store: wrap(await open()),
-    replay: { inlineLimit: 2, batchSize: 2, archiveBatchSize: 2, archivePollMs: pollMs },
+    replay: { inlineLimit: 2, batchSize: 2, archiveBatchSize: 2, archivePollMs },
   });
   let stopped = false;
   cleanup.add(() => (stopped ? undefined : t.stop()));
@@ -363,7 +364,9 @@ for (const backend of backends) {
     });
 
     test('ratePerSecond: batches of at most that many events, each followed by a wait of n / rate seconds on the clock', async (ctx) => {
-      const { t, clock, receiver } = await setUp(backend, (fn) => ctx.after(fn));
+      // A poll of its own length (no other timer of the server has it), so that the rate's second cannot be a poll's.
+      const slowPollMs = 3_700;
+      const { t, clock, receiver } = await setUp(backend, (fn) => ctx.after(fn), [], undefined, slowPollMs);
       assert.equal((await t.send('/v1/batch', { batch: [1, 2, 3].map((n) => track(n)) })).status, 200);
       assert.equal((await t.admin('POST', '/destinations', webhooksDestination('late', [receiver.url]))).status, 201);
       const id = (await t.admin('POST', '/replays', { destinationId: 'late', since: isoAt(T0), ratePerSecond: 1 })).json.job.id;
@@ -377,6 +380,7 @@ for (const backend of backends) {
         );
         // The worker sends the batch's delivery, so that the destination's backlog does not hold the next.
         await t.idle();
+        assert.ok(!clock.pendingTimers().includes(batchAtMs + slowPollMs), `after batch ${n}, the job waits on the rate, not on a poll`);
         clock.advance(999);
         assert.ok(clock.pendingTimers().includes(batchAtMs + 1000), `a millisecond short of a second after batch ${n}, the job still sleeps`);
         assert.equal((await job(t, id)).replayed, n);
