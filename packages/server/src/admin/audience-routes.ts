@@ -167,13 +167,14 @@ export async function audienceRoutes(app: FastifyInstance, deps: AudienceRouteDe
       async (request) => {
         await find(request.params.id);
         const limit = pageLimit(request.query.limit);
-        const members = await audiences.members(request.params.id, { afterUserId: optionalString(request.query.after, 'after'), limit });
-        const last = members.at(-1);
-        return { members, next: members.length === limit && last ? last.userId : null };
+        // One more than the page says whether another follows, so the last page never leads to an empty one.
+        const found = await audiences.members(request.params.id, { afterUserId: optionalString(request.query.after, 'after'), limit: limit + 1 });
+        const members = found.slice(0, limit);
+        return { members, next: found.length > limit ? members.at(-1)!.userId : null };
       },
     );
 
-    // Newest first; `next` is the id of the last entry, and `after` takes it back.
+    // Newest first; `next` is the id of the last entry, and `after` takes it back; null when no entry is older.
     app.get<{ Params: { id: string }; Querystring: { after?: string; limit?: string } }>(
       `${path}/:id/syncs`,
       { config: { query: ['after', 'limit'] } },
@@ -181,9 +182,9 @@ export async function audienceRoutes(app: FastifyInstance, deps: AudienceRouteDe
         await find(request.params.id);
         const limit = pageLimit(request.query.limit);
         const beforeId = optionalInt(request.query.after, 'after');
-        const syncs = await audiences.syncs(request.params.id, { ...(beforeId === undefined ? {} : { beforeId }), limit });
-        const last = syncs.at(-1);
-        return { syncs: syncs.map(toSyncHistoryView), next: syncs.length === limit && last ? String(last.id) : null };
+        const found = await audiences.syncs(request.params.id, { ...(beforeId === undefined ? {} : { beforeId }), limit: limit + 1 });
+        const syncs = found.slice(0, limit);
+        return { syncs: syncs.map(toSyncHistoryView), next: found.length > limit ? String(syncs.at(-1)!.id) : null };
       },
     );
 

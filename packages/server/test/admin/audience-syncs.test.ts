@@ -129,6 +129,22 @@ for (const kind of storeKinds) {
       assert.equal(page1.next, String(entries[1].id));
       const page2 = (await server.admin('GET', `/audiences/buyers/syncs?limit=2&after=${page1.next}`)).json;
       assert.deepEqual([page2.syncs.map((e: any) => e.syncCount), page2.next], [[1], null]);
+      // Exactly a page left: `next` is null, never a cursor to an empty page.
+      const whole = (await server.admin('GET', '/audiences/buyers/syncs?limit=3')).json;
+      assert.deepEqual([whole.syncs.map((e: any) => e.syncCount), whole.next], [[5, 4, 1], null]);
+      const lastOne = (await server.admin('GET', `/audiences/buyers/syncs?limit=1&after=${entries[1].id}`)).json;
+      assert.deepEqual([lastOne.syncs.map((e: any) => e.syncCount), lastOne.next], [[1], null]);
+
+      // The members page the same way.
+      const members = (await server.admin('GET', '/audiences/buyers/members')).json;
+      const userIds: string[] = members.members.map((m: any) => m.userId);
+      assert.ok(userIds.length >= 2, userIds.join());
+      assert.equal(members.next, null);
+      assert.equal((await server.admin('GET', `/audiences/buyers/members?limit=${userIds.length}`)).json.next, null, 'exactly a page');
+      const short = (await server.admin('GET', `/audiences/buyers/members?limit=${userIds.length - 1}`)).json;
+      assert.deepEqual([short.members.map((m: any) => m.userId), short.next], [userIds.slice(0, -1), userIds.at(-2)]);
+      const rest = (await server.admin('GET', `/audiences/buyers/members?limit=${userIds.length - 1}&after=${short.next}`)).json;
+      assert.deepEqual([rest.members.map((m: any) => m.userId), rest.next], [userIds.slice(-1), null]);
 
       // A computed trait has its own history under its own path; neither path lists the other kind.
       await server.admin('POST', '/computed-traits', {
