@@ -178,6 +178,7 @@ test('a delivered delivery sent again after a confirmation, a pending one withou
   assert.equal(failed!['Sync'], 'failed');
   assert.match(failed!['Error']!, /the sync failed/);
   assert.equal(await page.getByText('Sync 5 done').count(), 0, "the last sync's notice is gone");
+  await inspect(page, 'audience-sync-failed');
   db.exec('ALTER TABLE deliveries_away RENAME TO deliveries');
 
   browser.assertClean();
