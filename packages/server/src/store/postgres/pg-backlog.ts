@@ -1,12 +1,11 @@
 import type pg from 'pg';
 import type { BacklogReads, DestinationBacklog } from '../backlog.js';
+import { DeltaFolder } from './delta-folder.js';
 
 /** Queue rows, in id order, looked through for each destination's oldest pending job before asking per destination. */
 const oldestWindow = 10_000;
 /** Delta rows beyond which a read folds them into one per destination. */
 const foldAbove = 1_000;
-/** Least time between two folds asked for by writes (see {@link PgBacklog.foldSoon}). */
-const foldIntervalMs = 10_000;
 
 /**
  * `BacklogReads` on PostgreSQL. Pending jobs are counted from `backlog_deltas`, which the
@@ -19,10 +18,17 @@ const foldIntervalMs = 10_000;
  * (migration 10).
  */
 export class PgBacklog implements BacklogReads {
-  private lastFoldMs = 0;
-  private folding: Promise<void> | undefined;
+  private readonly deltas: DeltaFolder;
 
-  constructor(private readonly pool: pg.Pool) {}
+  constructor(private readonly pool: pg.Pool) {
+    this.deltas = new DeltaFolder(
+      pool,
+      'backlog_deltas',
+      `WITH gone AS (DELETE FROM backlog_deltas RETURNING destination_id, pending)
+       INSERT INTO backlog_deltas (destination_id, pending)
+       SELECT destination_id, SUM(pending) FROM gone GROUP BY destination_id HAVING SUM(pending) <> 0`,
+    );
+  }
 
   async backlog(): Promise<DestinationBacklog[]> {
     const [pending, dead] = await Promise.all([
@@ -33,7 +39,7 @@ export class PgBacklog implements BacklogReads {
         `SELECT destination_id AS d, COUNT(*)::int AS n FROM deliveries WHERE dead_reason IS NOT NULL GROUP BY destination_id`,
       ),
     ]);
-    if (pending.rows.reduce((n, r) => n + r.parts, 0) > foldAbove) this.fold();
+    if (pending.rows.reduce((n, r) => n + r.parts, 0) > foldAbove) this.deltas.fold();
     const byId = new Map<string, DestinationBacklog>();
     const entry = (destinationId: string) => {
       let e = byId.get(destinationId);
@@ -58,42 +64,14 @@ export class PgBacklog implements BacklogReads {
     return rows[0]!.n;
   }
 
-  /**
-   * Folds the deltas at most every {@link foldIntervalMs}: called by writes, so that the rows
-   * stay few where nothing reads the backlog (no scrape, no dashboard).
-   */
+  /** Folds the deltas at most every 10 s: called by writes, so the rows stay few where nothing reads the backlog (no scrape, no dashboard). */
   foldSoon(nowMs: number): void {
-    if (nowMs - this.lastFoldMs < foldIntervalMs) return;
-    this.lastFoldMs = nowMs;
-    this.fold();
+    this.deltas.foldSoon(nowMs);
   }
 
   /** Awaits a fold under way (the store closes). */
-  async settled(): Promise<void> {
-    await this.folding;
-  }
-
-  /**
-   * Replaces the deltas this statement sees by their sum per destination. Rows written
-   * meanwhile are not seen, so they stay; a concurrent fold waits on the rows this one
-   * deletes, then finds them gone. The table is vacuumed after, since a server with
-   * autovacuum off would otherwise keep every folded row's space.
-   */
-  private fold(): void {
-    this.folding ??= (async () => {
-      try {
-        await this.pool.query(
-          `WITH gone AS (DELETE FROM backlog_deltas RETURNING destination_id, pending)
-           INSERT INTO backlog_deltas (destination_id, pending)
-           SELECT destination_id, SUM(pending) FROM gone GROUP BY destination_id HAVING SUM(pending) <> 0`,
-        );
-        await this.pool.query(`VACUUM backlog_deltas`);
-      } catch {
-        // Folding again at the next read or interval does the same work; nothing is lost.
-      } finally {
-        this.folding = undefined;
-      }
-    })();
+  settled(): Promise<void> {
+    return this.deltas.settled();
   }
 
   private async oldestCreated(destinationIds: string[]): Promise<Map<string, number>> {
