@@ -153,7 +153,7 @@ function serverSection(summary, dir, label, notes) {
   lines.push('');
   if (m)
     lines.push(
-      `- Metrics on beside off: the same server with \`createFerry({ metrics: false })\`, in alternating pairs (\`bench/server/metrics.ts\`); the scrape with ${n(m.pending)} pending deliveries written into a store Ferry migrated. The pending counts are kept by the store as it writes (a TEMP table on SQLite, per-statement delta rows on PostgreSQL: docs/operations.md, "Monitoring"), so a scrape reads a row per destination, not the backlog.${m.loadAverage !== undefined && m.loadAverage > m.cores ? ` This run's machine had a load average of ${n(m.loadAverage, 1)} on ${m.cores} cores (other work beside the benchmark): its ratios and times are mostly that noise.` : ''}`,
+      `- Metrics on beside off: the same server with \`createFerry({ metrics: false })\`, in alternating pairs (\`bench/server/metrics.ts\`); the scrape with ${n(m.pending)} pending deliveries written into a store Ferry migrated. The pending counts are kept by the store as it writes (a TEMP table on SQLite, per-statement delta rows on PostgreSQL: docs/operations.md, "Monitoring"), so a scrape reads the kept counts, not the backlog.${m.loadAverage !== undefined && m.loadAverage > m.cores ? ` This run's machine had a load average of ${n(m.loadAverage, 1)} on ${m.cores} cores (other work beside the benchmark): its ratios and times are mostly that noise.` : ''}`,
     );
   if (r.ingest) lines.push(`- Ingestion latency of the 200 at saturation (closed loop): p50 ${n(r.ingest.p50Ms)} ms, p99 ${n(r.ingest.p99Ms)} ms.`);
   if (r['end-to-end'])

@@ -176,9 +176,6 @@ export function toSyncRecord(r: SyncRow): SyncRecord {
   };
 }
 
-/** The longest failure text kept: a database's message can be long, and the history is read in a table. */
-const errorTextLimit = 1000;
-
 /**
  * The values of an entry, in the column order of `syncColumns`, and whether it is quiet (done
  * with nothing changed), which the newest quiet entry absorbs rather than a new row.
@@ -187,7 +184,7 @@ export function syncValues(e: SyncEntry): { quiet: boolean; values: unknown[] } 
   if ('error' in e) {
     return {
       quiet: false,
-      values: [e.audienceId, e.startedAtMs, e.finishedAtMs, null, null, null, null, null, null, null, storedText(e.error.slice(0, errorTextLimit))],
+      values: [e.audienceId, e.startedAtMs, e.finishedAtMs, null, null, null, null, null, null, null, storedText(e.error)],
     };
   }
   const o = e.outcome;
