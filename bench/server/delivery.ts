@@ -14,10 +14,15 @@
  * reported, as medians of each run's ratio). After each run the database is checked: every job
  * succeeded, one attempt per job, every request signed.
  *
- * Each run measures the reference and then Ferry, back to back; the ratio reported is the
- * median of the runs' own ratios (a paired comparison), since on a shared machine both
- * rates drift together from one minute to the next (raw undici has been seen anywhere from
- * 18k to 33k requests/s here). The medians of the two rates are reported beside it.
+ * Each run measures the reference, then Ferry, then the reference again, back to back, and
+ * takes the reference as the mean of its two measures; the ratio reported is the median of
+ * the runs' own ratios (a paired comparison), since on a shared machine both rates drift
+ * together from one minute to the next (raw undici has been seen anywhere from 18k to 33k
+ * requests/s here, and its CPU per request from 34 to 60 µs). The medians of the two rates
+ * are reported beside it. The server's CPU is counted from the moment it listens to the last
+ * arrival, as the reference's is its posting loop alone: the start (about a second of CPU)
+ * is reported apart, since spread over a run it would make a per-delivery figure depend on
+ * the run's length.
  * Each run's JSON also holds both rates per stretch of 10,000 arrivals (`perSecBy10k`):
  * raw undici's client speeds up through a run as it warms up, and the ratio mixes that in.
  * So each is also measured from its 10,000th arrival to its last (`steadyPerSec`), both sides
@@ -46,14 +51,25 @@ import {
 } from './lib/common.js';
 
 export interface DeliverySummary {
+  /** The server's CPU from listening to the last arrival (its start apart), per delivery; medians over the runs. */
   serverCpuUsPerDelivery?: number;
+  /** The part of it spent in the kernel (system time), per delivery. */
+  serverSystemCpuUsPerDelivery?: number;
+  /** CPU the server used to start, until it listened, in ms. */
+  serverStartCpuMs?: number;
   /** Both cores, every process (server, receiver, database), per delivery; and the same for raw undici per request. */
   machineCpuUsPerDelivery?: number;
   rawMachineCpuUsPerRequest?: number;
   /** Raw undici's own client CPU per request, medians over the runs. */
   rawClientCpuUsPerRequest?: number;
+  /** The part of it spent in the kernel (system time). */
+  rawClientSystemCpuUsPerRequest?: number;
   /** Median of each run's server CPU per delivery over raw undici's client CPU per request (goal: at most 2). */
   cpuRatio?: number;
+  /** The same from the 10,000th arrival (or answer) on, both sides warmed up; absent for shorter runs. */
+  steadyServerCpuUsPerDelivery?: number;
+  steadyRawClientCpuUsPerRequest?: number;
+  steadyCpuRatio?: number;
   ferryPerSec: number;
   rawPerSec: number;
   ratio: number;
@@ -61,6 +77,9 @@ export interface DeliverySummary {
   steadyRatio?: number;
   goalMet: boolean;
 }
+
+/** Arrivals (and raw undici's answers) after which both sides count as warmed up, for the steady figures. */
+const steadyFrom = 10_000;
 
 /** Default per-destination concurrency of the server, so the reference uses as many connections. */
 const connections = 16;
@@ -79,38 +98,78 @@ export async function runDelivery(opts: { events: number; runs: number; timeoutS
       try {
         const { port } = await receiver.ask({ cmd: 'listen', mode: 'ok' });
         const url = `http://127.0.0.1:${port}/hooks`;
-        // Reference first: raw undici, same bodies, same receiver.
-        const rawBusy0 = machineBusyMs();
-        const raw = await client.ask({ cmd: 'raw-post', url, ...bodySource(filled), count: opts.events, connections, timeoutMs: opts.timeoutS * 1000 });
-        const rawBusyMs = machineBusyMs() - rawBusy0;
-        const rawStats = await receiver.ask({ cmd: 'stats' });
-        await receiver.ask({ cmd: 'reset' });
-        // Ferry on a copy of the backlog.
-        const dataDir = await copyData(filled, join(runDir, 'data'));
-        const configPath = writeConfig(runDir, [{ id: 'hooks', url }]);
-        const started = Date.now();
-        const ferry = await startFerry({ configPath, dataDir });
-        const ferryBusy0 = machineBusyMs();
-        const stats = await waitForArrivals(receiver, opts.events, opts.timeoutS * 1000);
-        const ferryBusyMs = machineBusyMs() - ferryBusy0;
-        const wallS = (Date.now() - started) / 1000;
-        const cpuMs = ferry.cpuMs();
-        await ferry.stop();
-        const counts = await deliveryCounts(dataDir);
-        runs.push({
-          // Machine CPU per request: the client (or server), the receiver and, on PostgreSQL, the database.
-          // Raw undici's figure also holds the client's reading of the stored bodies before it posts
-          // them (a few µs per request), so it errs on the high side.
-          raw: {
+        // The reference, raw undici (same bodies, same receiver), runs just before Ferry and
+        // again just after, and counts as the mean of the two: a shared machine's speed drifts
+        // over a run, and one measure on one side of Ferry's would carry that drift into the ratio.
+        const measureRaw = async () => {
+          const busy0 = machineBusyMs();
+          const raw = await client.ask({ cmd: 'raw-post', url, ...bodySource(filled), count: opts.events, connections, timeoutMs: opts.timeoutS * 1000 });
+          const busyMs = machineBusyMs() - busy0;
+          const rawStats = await receiver.ask({ cmd: 'stats' });
+          await receiver.ask({ cmd: 'reset' });
+          // Machine CPU per request: the client, the receiver. It also holds the client's reading
+          // of the stored bodies before it posts them (a few µs per request), so it errs on the high side.
+          return {
             perSec: arrivalRate(rawStats),
             steadyPerSec: steadyRate(rawStats),
             perSecBy10k: stretchRates(rawStats),
             ok: raw.ok,
             failed: raw.failed,
             ms: raw.ms,
-            machineCpuUsPerRequest: round((rawBusyMs * 1000) / opts.events),
+            machineCpuUsPerRequest: round((busyMs * 1000) / opts.events),
             clientCpuUsPerRequest: round((raw.cpuMs * 1000) / Math.max(1, raw.ok)),
+            clientSystemCpuUsPerRequest: round((raw.systemCpuMs * 1000) / Math.max(1, raw.ok)),
+            steadyClientCpuUsPerRequest: raw.steadyRequests > 0 ? round((raw.steadyCpuMs * 1000) / raw.steadyRequests) : undefined,
+          };
+        };
+        const rawBefore = await measureRaw();
+        // Ferry on a copy of the backlog.
+        const dataDir = await copyData(filled, join(runDir, 'data'));
+        const configPath = writeConfig(runDir, [{ id: 'hooks', url }]);
+        const started = Date.now();
+        const ferry = await startFerry({ configPath, dataDir });
+        const ferryBusy0 = machineBusyMs();
+        const startCpu = ferry.cpuSplitMs();
+        // The server's CPU when the receiver has counted 10,000 arrivals (or just after: it is
+        // asked every 100 ms), for the steady figure beside the whole run's, as for raw undici.
+        let mark: { cpuMs: number; count: number } | undefined;
+        const stats = await waitForArrivals(receiver, opts.events, opts.timeoutS * 1000, (count) => {
+          if (mark === undefined && count >= steadyFrom) {
+            const cpu = ferry.cpuSplitMs();
+            mark = { cpuMs: cpu.userMs + cpu.systemMs, count };
+          }
+        });
+        const ferryBusyMs = machineBusyMs() - ferryBusy0;
+        const wallS = (Date.now() - started) / 1000;
+        const endCpu = ferry.cpuSplitMs();
+        // From listening to the last arrival, as raw undici's figure is its posting loop alone:
+        // the start (about a second of CPU: modules, migrations, catalogue) is not per delivery,
+        // and spread over a run's events it would make the figure depend on the run's length.
+        const cpuMs = endCpu.userMs + endCpu.systemMs - startCpu.userMs - startCpu.systemMs;
+        const systemCpuMs = endCpu.systemMs - startCpu.systemMs;
+        const startCpuMs = startCpu.userMs + startCpu.systemMs;
+        await ferry.stop();
+        const counts = await deliveryCounts(dataDir);
+        await receiver.ask({ cmd: 'reset' });
+        const rawAfter = await measureRaw();
+        const mean = (f: (x: typeof rawBefore) => number | undefined): number | undefined => {
+          const [a, b] = [f(rawBefore), f(rawAfter)];
+          return a === undefined || b === undefined ? undefined : round((a + b) / 2);
+        };
+        runs.push({
+          raw: {
+            perSec: mean((x) => x.perSec)!,
+            steadyPerSec: mean((x) => x.steadyPerSec),
+            ok: rawBefore.ok + rawAfter.ok,
+            failed: rawBefore.failed + rawAfter.failed,
+            machineCpuUsPerRequest: mean((x) => x.machineCpuUsPerRequest)!,
+            clientCpuUsPerRequest: mean((x) => x.clientCpuUsPerRequest)!,
+            clientSystemCpuUsPerRequest: mean((x) => x.clientSystemCpuUsPerRequest)!,
+            steadyClientCpuUsPerRequest: mean((x) => x.steadyClientCpuUsPerRequest),
+            before: rawBefore,
+            after: rawAfter,
           },
+          // Machine CPU per delivery: the server, the receiver and, on PostgreSQL, the database.
           ferry: {
             perSec: arrivalRate(stats),
             steadyPerSec: steadyRate(stats),
@@ -118,8 +177,14 @@ export async function runDelivery(opts: { events: number; runs: number; timeoutS
             arrived: stats.count,
             signed: stats.signed,
             wallS,
-            // Includes start-up; noise-resistant where the wall-clock rate is not (a shared machine).
+            // Noise-resistant where the wall-clock rate is not (a shared machine).
             serverCpuUsPerDelivery: round((cpuMs * 1000) / Math.max(1, stats.count)),
+            serverSystemCpuUsPerDelivery: round((systemCpuMs * 1000) / Math.max(1, stats.count)),
+            serverStartCpuMs: startCpuMs,
+            steadyServerCpuUsPerDelivery:
+              mark !== undefined && stats.count > mark.count
+                ? round(((endCpu.userMs + endCpu.systemMs - mark.cpuMs) * 1000) / (stats.count - mark.count))
+                : undefined,
             machineCpuUsPerDelivery: round((ferryBusyMs * 1000) / Math.max(1, stats.count)),
             succeeded: counts.byDestination['hooks']?.['succeeded'] ?? 0,
             attempts: counts.attempts['hooks'] ?? 0,
@@ -143,10 +208,20 @@ export async function runDelivery(opts: { events: number; runs: number; timeoutS
     (x) => x.ferry.complete && x.ferry.succeeded === opts.events && x.ferry.attempts === opts.events && x.ferry.signed === x.ferry.arrived,
   );
   const cpuUs = median(runs.map((x) => x.ferry.serverCpuUsPerDelivery));
+  const systemUs = median(runs.map((x) => x.ferry.serverSystemCpuUsPerDelivery));
+  const rawSystemUs = median(runs.map((x) => x.raw.clientSystemCpuUsPerRequest));
+  const startMs = median(runs.map((x) => x.ferry.serverStartCpuMs));
   const machineUs = median(runs.map((x) => x.ferry.machineCpuUsPerDelivery));
   const rawMachineUs = median(runs.map((x) => x.raw.machineCpuUsPerRequest));
   const rawClientUs = median(runs.map((x) => x.raw.clientCpuUsPerRequest));
   const cpuRatio = median(runs.map((x) => x.ferry.serverCpuUsPerDelivery / x.raw.clientCpuUsPerRequest));
+  const steadyCpu = runs.every((x) => x.ferry.steadyServerCpuUsPerDelivery && x.raw.steadyClientCpuUsPerRequest)
+    ? {
+        server: median(runs.map((x) => x.ferry.steadyServerCpuUsPerDelivery)),
+        raw: median(runs.map((x) => x.raw.steadyClientCpuUsPerRequest)),
+        ratio: median(runs.map((x) => x.ferry.steadyServerCpuUsPerDelivery / x.raw.steadyClientCpuUsPerRequest)),
+      }
+    : undefined;
   const summary: DeliverySummary = {
     ferryPerSec: round(ferry),
     rawPerSec: round(raw),
@@ -154,10 +229,16 @@ export async function runDelivery(opts: { events: number; runs: number; timeoutS
     ...(steady === undefined ? {} : { steadyRatio: round(steady, 2) }),
     goalMet: ratio >= 0.5 && checked,
     serverCpuUsPerDelivery: cpuUs,
+    serverSystemCpuUsPerDelivery: systemUs,
+    serverStartCpuMs: startMs,
     machineCpuUsPerDelivery: machineUs,
     rawMachineCpuUsPerRequest: rawMachineUs,
     rawClientCpuUsPerRequest: rawClientUs,
+    rawClientSystemCpuUsPerRequest: rawSystemUs,
     cpuRatio: round(cpuRatio, 2),
+    ...(steadyCpu === undefined
+      ? {}
+      : { steadyServerCpuUsPerDelivery: steadyCpu.server, steadyRawClientCpuUsPerRequest: steadyCpu.raw, steadyCpuRatio: round(steadyCpu.ratio, 2) }),
   };
   printTable(
     `Delivery (${storeKind}): webhook deliveries/s from a backlog of ${opts.events.toLocaleString('en-US')} events to a local receiver (medians of ${opts.runs} runs; x raw is the median of each run's ratio)`,
@@ -167,13 +248,13 @@ export async function runDelivery(opts: { events: number; runs: number; timeoutS
         `raw undici Pool (${connections} connections, unsigned, unlogged)`,
         summary.rawPerSec,
         1,
-        `reference; client CPU ${rawClientUs} µs/request, machine CPU ${rawMachineUs} µs/request`,
+        `reference; client CPU ${rawClientUs} µs/request (${rawSystemUs} in the kernel), machine CPU ${rawMachineUs} µs/request`,
       ],
       [
         'Ferry (signed, attempt logged, leased)',
         summary.ferryPerSec,
         summary.ratio,
-        `goal >= 0.5: ${summary.goalMet ? 'met' : 'NOT met'}; per-run ratios ${runs.map((x) => round(x.ferry.perSec / x.raw.perSec, 2)).join(', ')}; ${steady === undefined ? '' : `from the 10,000th arrival on ${summary.steadyRatio}x; `}all succeeded+logged+signed: ${checked}; server CPU ${cpuUs} µs/delivery (${summary.cpuRatio}x raw's client CPU per request, goal <= 2), machine CPU ${machineUs} µs/delivery`,
+        `goal >= 0.5: ${summary.goalMet ? 'met' : 'NOT met'}; per-run ratios ${runs.map((x) => round(x.ferry.perSec / x.raw.perSec, 2)).join(', ')}; ${steady === undefined ? '' : `from the 10,000th arrival on ${summary.steadyRatio}x; `}all succeeded+logged+signed: ${checked}; server CPU ${cpuUs} µs/delivery (${systemUs} in the kernel; ${summary.cpuRatio}x raw's client CPU per request, goal <= 2; ${startMs} ms to start, not counted; ${steadyCpu === undefined ? '' : `from the 10,000th arrival on ${summary.steadyServerCpuUsPerDelivery} against ${summary.steadyRawClientCpuUsPerRequest} µs, ${summary.steadyCpuRatio}x`}), machine CPU ${machineUs} µs/delivery`,
       ],
     ],
   );

@@ -76,20 +76,22 @@ export async function copyData(from: string, to: string): Promise<string> {
   return to;
 }
 
-/** Waits until the receiver has seen `n` requests or `timeoutMs` passed; returns its stats. */
+/** Waits until the receiver has seen `n` requests or `timeoutMs` passed; returns its stats. `onCount` hears each count polled. */
 export async function waitForArrivals(
   receiver: Child,
   n: number,
   timeoutMs: number,
+  onCount?: (count: number) => void,
 ): Promise<{ count: number; signed: number; standardSigned?: number; firstAt: number; lastAt: number }> {
   let stats = await receiver.ask({ cmd: 'stats' });
   await waitUntil(
     async () => {
       stats = await receiver.ask({ cmd: 'stats' });
+      onCount?.(stats.count);
       return stats.count >= n;
     },
     timeoutMs,
-    200,
+    onCount === undefined ? 200 : 100,
   );
   return stats;
 }

@@ -433,6 +433,8 @@ export interface FerryServer {
   rss(): number;
   /** CPU time the server process has used so far, in ms (Linux /proc), or NaN. */
   cpuMs(): number;
+  /** The same, split into user and system (kernel) time, in ms (Linux /proc), or NaN each. */
+  cpuSplitMs(): CpuSplit;
   /** SIGTERM, wait for a clean stop (in-flight work finished or handed back). */
   stop(): Promise<void>;
   output(): string;
@@ -517,20 +519,33 @@ export async function startFerry(opts: {
     dataDir: opts.dataDir,
     rss: () => rssOf(proc.pid!),
     cpuMs: () => cpuMsOf(proc.pid!),
+    cpuSplitMs: () => cpuSplitMsOf(proc.pid!),
     stop: () => stopProcess(proc, 30_000),
     output: () => out,
   };
 }
 
+/** CPU time of a process in ms: in its own code (user) and in the kernel on its behalf (system). */
+export interface CpuSplit {
+  userMs: number;
+  systemMs: number;
+}
+
 /** CPU time (user + system) the process has used so far, in ms (Linux /proc; NaN elsewhere). */
 export function cpuMsOf(pid: number): number {
+  const { userMs, systemMs } = cpuSplitMsOf(pid);
+  return userMs + systemMs;
+}
+
+/** CPU time the process has used so far, user and system apart, in ms (Linux /proc; NaN elsewhere). */
+export function cpuSplitMsOf(pid: number): CpuSplit {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     // utime and stime are fields 14 and 15 of the whole line, in clock ticks (100 per second on Linux).
-    return (Number(fields[11]) + Number(fields[12])) * 10;
+    return { userMs: Number(fields[11]) * 10, systemMs: Number(fields[12]) * 10 };
   } catch {
-    return NaN;
+    return { userMs: NaN, systemMs: NaN };
   }
 }
 

@@ -204,6 +204,17 @@ for (const backend of backends)
         await finish(store, again!, { status: 'succeeded' }, t0 + 52_000);
         await check('replayed delivery delivered', { events: delivered.events, deliveries: delivered.deliveries });
 
+        // A dead letter sent again by itself: one fewer dead, one more pending.
+        await store.ingest({ receivedAtMs: t0 + 53_000, events: [event(21, ['d1'], 'u9')], rejections: [] });
+        const [failing] = await store.claim({ destinationId: 'd1', owner: 'w', nowMs: t0 + 53_000, leaseMs: 60_000, limit: 10 });
+        await finish(store, failing!, { status: 'dead', reason: 'non_retryable_response', lastError: 'HTTP 400' }, t0 + 53_000);
+        const withDead = await store.stats();
+        assert.equal(await store.replayDelivery({ id: failing!.id, destinationIdsIn: ['d1'] }, t0 + 54_000), 'replayed');
+        await check('one dead letter replayed', {
+          events: withDead.events,
+          deliveries: { ...withDead.deliveries, pending: withDead.deliveries.pending + 1, dead: withDead.deliveries.dead - 1 },
+        });
+
         // After a restart the totals are what the rows say.
         if (opened.reopen) {
           const kept = await store.stats();
@@ -215,7 +226,7 @@ for (const backend of backends)
         await store.close();
         await opened.cleanup();
       }
-      assert.equal(steps.length, 12, 'every step was checked');
+      assert.equal(steps.length, 13, 'every step was checked');
     });
   });
 

@@ -34,7 +34,9 @@ export interface RequestSignatures {
  * headers with those names in any case, so none repeats.
  */
 export function webhookHeaders(entry: WebhookEntry, signatures: RequestSignatures, source: string): Record<string, string> {
-  const headers: Record<string, string> = { ...entry.headers };
+  // Object.assign, not a spread: V8 gives `{ ...headers }` plus keys added after it a hidden
+  // class of its own each time (see delivery/worker.ts), one per request here.
+  const headers: Record<string, string> = Object.assign({}, entry.headers);
   headers['Content-Type'] = 'application/json';
   headers['User-Agent'] = userAgent;
   if (signatures.xSignature !== undefined) headers['X-Signature'] = signatures.xSignature;

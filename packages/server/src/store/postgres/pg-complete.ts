@@ -25,7 +25,9 @@ import { deleteDeliveries } from './pg-delivery-rows.js';
  * predate a deletion request that purged it meanwhile; the lock waits for that purge and
  * then finds no row, and a purge that comes later deletes its attempts after its deliveries,
  * so after this commits. It answers with the jobs not kept, so that the usual answer is no
- * row at all. Runs on connections with {@link completionPlanner}. Exported for the test of
+ * row at all. Deliveries it finishes (succeeded or dead; every delivery with a queue row was
+ * pending) add one row to the store's totals (`counted`, migration 17). Runs on connections
+ * with {@link completionPlanner}. Exported for the test of
  * its plan.
  */
 export const completeSql = `WITH x AS (
@@ -43,7 +45,11 @@ export const completeSql = `WITH x AS (
       last_error = k.e, trigger = 'scheduled', first_attempt_log = COALESCE(d.first_attempt_log, k.a::text)
     FROM (SELECT * FROM kept UNION ALL SELECT * FROM retried) AS k JOIN deliveries found ON found.id = k.i
     WHERE d.id = k.i
-    RETURNING d.id, found.first_attempt_log IS NULL AS inline
+    RETURNING d.id, d.status, found.first_attempt_log IS NULL AS inline
+  ), counted AS (
+    INSERT INTO store_total_deltas (succeeded, dead)
+    SELECT COUNT(*) FILTER (WHERE status = 'succeeded'), COUNT(*) FILTER (WHERE status = 'dead') FROM updated
+    HAVING COUNT(*) FILTER (WHERE status <> 'pending') > 0
   ), logged AS (
     INSERT INTO attempts (delivery_id, url, started_at, latency_ms, status_code, error_class, error_message, response_body, trigger)
     SELECT x.i, a.u, a.s, a.l, a.c, a.e, a.m, a.r, a.t

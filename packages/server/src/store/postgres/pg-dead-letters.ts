@@ -19,15 +19,22 @@ export async function abandonPending(pool: pg.Pool, destinationId: string, nowMs
       client,
       notices.map((n) => n.id),
     );
-    const r = await client.query(
+    // Pending to dead: the store's totals count them here (migration 17).
+    const r = await client.query<{ n: number }>(
       `WITH q AS (
          DELETE FROM delivery_queue WHERE delivery_id IN (SELECT delivery_id FROM delivery_queue WHERE destination_id = $2 ORDER BY delivery_id FOR UPDATE)
-         RETURNING delivery_id)
-       UPDATE deliveries SET status = 'dead', dead_reason = 'destination_deleted', completed_at = $1, last_error = 'the destination was deleted'
-       WHERE id IN (SELECT delivery_id FROM q)`,
+         RETURNING delivery_id
+       ), d AS (
+         UPDATE deliveries SET status = 'dead', dead_reason = 'destination_deleted', completed_at = $1, last_error = 'the destination was deleted'
+         WHERE id IN (SELECT delivery_id FROM q)
+         RETURNING id
+       ), counted AS (
+         INSERT INTO store_total_deltas (dead) SELECT COUNT(*) FROM d HAVING COUNT(*) > 0
+       )
+       SELECT COUNT(*)::int AS n FROM d`,
       [nowMs, destinationId],
     );
-    return (r.rowCount ?? 0) + notices.filter((n) => n.status === 'pending').length;
+    return r.rows[0]!.n + notices.filter((n) => n.status === 'pending').length;
   });
 }
 
@@ -86,7 +93,8 @@ export async function replay(
     page = `page AS (SELECT id FROM deliveries WHERE ${taken} AND id > $${params.length - 1} ORDER BY id LIMIT $${params.length} FOR UPDATE), `;
     taken = 'id IN (SELECT id FROM page)';
   }
-  // A replay opens a fresh retry window: the old one has run out by definition. The `LIKE`
+  // A replay opens a fresh retry window: the old one has run out by definition. Only dead
+  // letters are taken, so the store's totals lose as many dead (migration 17). The `LIKE`
   // patterns of an error class escape with a backslash, PostgreSQL's default.
   const { rows } = await db.query<{ n: number; last: number }>(
     `WITH ${page}d AS (
@@ -96,6 +104,8 @@ export async function replay(
        RETURNING id, destination_id, next_attempt_at
      ), q AS (
        INSERT INTO delivery_queue (delivery_id, destination_id, next_attempt_at) SELECT id, destination_id, next_attempt_at FROM d
+     ), counted AS (
+       INSERT INTO store_total_deltas (dead) SELECT -COUNT(*) FROM d HAVING COUNT(*) > 0
      )
      SELECT COUNT(*)::bigint AS n, COALESCE(MAX(id), 0)::bigint AS last FROM d`,
     params,

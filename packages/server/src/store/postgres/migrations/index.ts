@@ -14,6 +14,7 @@ import * as activityCounts from './013-activity-counts.js';
 import * as backlogCounts from './014-backlog-counts.js';
 import * as storeTotals from './015-store-totals.js';
 import * as audienceSyncs from './016-audience-syncs.js';
+import * as completionCountsTotals from './017-completion-counts-totals.js';
 
 /**
  * Numbered PostgreSQL migrations, applied in order under an advisory lock; `ferry_migrations`
@@ -36,4 +37,5 @@ export const migrations: { version: number; sql: string }[] = [
   { version: 14, sql: backlogCounts.sql },
   { version: 15, sql: storeTotals.sql },
   { version: 16, sql: audienceSyncs.sql },
+  { version: 17, sql: completionCountsTotals.sql },
 ];
