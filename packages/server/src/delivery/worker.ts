@@ -287,7 +287,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     }
     // Payloads are written out, not spread from a common object: V8 gives an object made by
     // `{ ...base, more }` a hidden class of its own each time, and a new one per delivery made
-    // every reader of these events megamorphic and cost about a quarter of the server's CPU per
+    // every reader of these events megamorphic and cost about a fifth of the server's CPU per
     // delivery (docs/performance.md).
     const id = job.id;
     const destinationId = destination.id;
