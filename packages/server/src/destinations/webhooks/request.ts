@@ -35,7 +35,9 @@ export interface RequestSignatures {
  */
 export function webhookHeaders(entry: WebhookEntry, signatures: RequestSignatures, source: string): Record<string, string> {
   // Object.assign, not a spread: V8 gives `{ ...headers }` plus keys added after it a hidden
-  // class of its own each time (see delivery/worker.ts), one per request here.
+  // class of its own each time (see delivery/worker.ts), one per request here. (A header named
+  // `__proto__`, which Object.assign would not copy, never gets this far: the settings'
+  // parsing already leaves it out.)
   const headers: Record<string, string> = Object.assign({}, entry.headers);
   headers['Content-Type'] = 'application/json';
   headers['User-Agent'] = userAgent;

@@ -7,15 +7,19 @@ import type { ReplayDeliveryOutcome } from '../delivery-queue.js';
  */
 export async function replayDelivery(pool: pg.Pool, args: { id: number; destinationIdsIn: readonly string[] }, nowMs: number): Promise<ReplayDeliveryOutcome> {
   // One statement: the status test and the change cannot be split by a worker's completion.
-  // The status it had (`was`, the row as this statement found it: a finished delivery changes
-  // status only by a replay, which this one's own test excludes once it has run) leaves the
-  // store's totals (migration 17).
+  // The status it had leaves the store's totals (migration 17): read from the row as locked
+  // (`was`), the newest version, not as this statement's snapshot saw it, since a replay and a
+  // completion may have moved it since (dead, then pending, then succeeded).
   const { rows } = await pool.query<{ n: number }>(
-    `WITH d AS (
+    `WITH was AS (
+       SELECT id, status FROM deliveries
+       WHERE id = $2 AND status IN ('succeeded', 'dead') AND destination_id = ANY($3::text[])
+       FOR UPDATE
+     ), d AS (
        UPDATE deliveries d SET status = 'pending', trigger = 'manual', next_attempt_at = $1, first_attempt_at = NULL, attempt_count = 0,
          completed_at = NULL, dead_reason = NULL
-       FROM deliveries was
-       WHERE d.id = $2 AND d.status IN ('succeeded', 'dead') AND d.destination_id = ANY($3::text[]) AND was.id = d.id
+       FROM was
+       WHERE d.id = was.id
        RETURNING d.id, d.destination_id, d.next_attempt_at, was.status AS was
      ), q AS (
        INSERT INTO delivery_queue (delivery_id, destination_id, next_attempt_at) SELECT id, destination_id, next_attempt_at FROM d
