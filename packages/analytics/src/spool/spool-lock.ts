@@ -66,6 +66,33 @@ function sameFile(a: string, b: string): boolean {
   }
 }
 
+/** Longest wait for another starter that moved our fresh lock aside to inspect it (see {@link removeStale}). */
+const asideWaitMs = 2000;
+const pause = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * Whether the lock just linked from `tmp` is ours. Another starter that found the stale lock
+ * before we replaced it may have moved ours aside to inspect it; it puts back a lock whose
+ * process lives, so while our file is still linked under another name (`nlink` above 1: the
+ * lock, or the inspector's name for it) we wait for it to come back rather than give up, which
+ * let every starter refuse. Once only `tmp` is left, the name went to someone else.
+ */
+function ownsLock(path: string, tmp: string): boolean {
+  const until = Date.now() + asideWaitMs;
+  for (;;) {
+    if (sameFile(path, tmp)) return true;
+    let links: number;
+    try {
+      links = statSync(tmp).nlink;
+    } catch {
+      return false;
+    }
+    if (links <= 1 || Date.now() >= until) return false;
+    // Synchronous, as taking the lock is: an inspection takes a few file operations.
+    Atomics.wait(pause, 0, 0, 1);
+  }
+}
+
 function removeQuietly(path: string): void {
   try {
     unlinkSync(path);
@@ -134,7 +161,7 @@ export function acquireSpoolLock(dir: string): () => void {
         continue;
       }
       // Two starters that found the same stale lock: only the one whose file is in place holds it.
-      if (!sameFile(path, tmp)) throw locked(readOwner(path)?.pid);
+      if (!ownsLock(path, tmp)) throw locked(readOwner(path)?.pid);
       held.add(path);
       return () => {
         held.delete(path);

@@ -98,7 +98,8 @@ test("OL02 the figures and the destination table show while the charts' code is 
   await rows.filter({ hasText: 'warehouse' }).waitFor();
   await page.waitForFunction(() => document.querySelector('.tile dd')?.textContent === '3');
   await page.getByText('Every destination is delivering.').waitFor();
-  assert.equal(held, 1, "the charts' code was asked for, and is held");
+  // At least once: a request of the page before the reload may also reach the route.
+  assert.ok(held >= 1, "the charts' code was asked for, and is held");
   assert.equal(await page.locator('.chart canvas').count(), 0, 'no chart yet');
   assert.equal(await page.locator('.chart .chart-placeholder').count(), 2, 'each chart has its place, under its title');
   assert.equal(await page.getByText('Events accepted per minute').count(), 1);
