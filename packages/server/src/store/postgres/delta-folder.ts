@@ -2,10 +2,13 @@ import type pg from 'pg';
 
 /** Least time between two folds asked for by writes (see {@link DeltaFolder.foldSoon}). */
 const foldIntervalMs = 10_000;
+/** Delta rows beyond which a read folds them (see {@link DeltaFolder.foldIfMany}). */
+const foldAbove = 1_000;
 
 /**
- * Folds a table of delta rows, which statement-level triggers add to and readers sum
- * (`backlog_deltas`, `store_total_deltas`), into as few rows as their sums need. A fold is one
+ * Folds a table of delta rows, which writes add to once per statement (by statement-level
+ * triggers, or in the statement itself) and readers sum (`backlog_deltas`,
+ * `store_total_deltas`), into as few rows as their sums need. A fold is one
  * statement that deletes the rows it sees and inserts their sums, so rows written meanwhile
  * stay, and a concurrent fold waits on the rows this one deletes, then finds them gone: nothing
  * is lost. The table is vacuumed after, since a server with autovacuum off would otherwise keep
@@ -33,8 +36,13 @@ export class DeltaFolder {
     this.fold();
   }
 
-  /** Folds now, in the background (a read found many rows), unless a fold is under way. */
-  fold(): void {
+  /** Folds in the background when a read summed more than {@link foldAbove} rows. */
+  foldIfMany(rowsRead: number): void {
+    if (rowsRead > foldAbove) this.fold();
+  }
+
+  /** Folds now, in the background, unless a fold is under way. */
+  private fold(): void {
     this.folding ??= (async () => {
       try {
         await this.pool.query(this.foldSql);

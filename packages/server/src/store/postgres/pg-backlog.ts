@@ -4,8 +4,6 @@ import { DeltaFolder } from './delta-folder.js';
 
 /** Queue rows, in id order, looked through for each destination's oldest pending job before asking per destination. */
 const oldestWindow = 10_000;
-/** Delta rows beyond which a read folds them into one per destination. */
-const foldAbove = 1_000;
 
 /**
  * `BacklogReads` on PostgreSQL. Pending jobs are counted from `backlog_deltas`, which the
@@ -39,7 +37,7 @@ export class PgBacklog implements BacklogReads {
         `SELECT destination_id AS d, COUNT(*)::int AS n FROM deliveries WHERE dead_reason IS NOT NULL GROUP BY destination_id`,
       ),
     ]);
-    if (pending.rows.reduce((n, r) => n + r.parts, 0) > foldAbove) this.deltas.fold();
+    this.deltas.foldIfMany(pending.rows.reduce((n, r) => n + r.parts, 0));
     const byId = new Map<string, DestinationBacklog>();
     const entry = (destinationId: string) => {
       let e = byId.get(destinationId);

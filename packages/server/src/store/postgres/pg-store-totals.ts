@@ -1,9 +1,6 @@
 import type pg from 'pg';
 import { DeltaFolder } from './delta-folder.js';
 
-/** Delta rows beyond which a read folds them into one. */
-const foldAbove = 1_000;
-
 /** Events stored and deliveries by status: `store_total_deltas` summed, and pending from the backlog's deltas. */
 export interface StoreTotals {
   events: number;
@@ -14,7 +11,8 @@ export interface StoreTotals {
 
 /**
  * The store's totals on PostgreSQL, from `store_total_deltas`, which the triggers of `events`
- * and `deliveries` add to once per statement (migration 15), and pending deliveries from the
+ * and of deletes from `deliveries` add to once per statement (migration 15), as do the
+ * statements that move deliveries between statuses (migration 17), and pending deliveries from the
  * queue's counts (`backlog_deltas`, migration 14): a read sums the rows and, once they are
  * many, folds them into one ({@link DeltaFolder}).
  */
@@ -38,7 +36,7 @@ export class PgStoreTotals {
        FROM store_total_deltas`,
     );
     const { parts, ...totals } = rows[0]!;
-    if (parts > foldAbove) this.deltas.fold();
+    this.deltas.foldIfMany(parts);
     return totals;
   }
 

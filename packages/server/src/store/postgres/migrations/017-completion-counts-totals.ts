@@ -8,8 +8,8 @@
  * it moves: the completion (pending to succeeded or dead), the dead-lettering of a deleted
  * destination's jobs (pending to dead), and the replays (succeeded or dead back to pending);
  * their tests check the totals against the rows counted. A node of an earlier version running
- * beside this one during a rolling upgrade records its completions without counting them
- * (docs/operations.md, "Upgrades").
+ * beside this one during a rolling upgrade finishes, dead-letters and replays deliveries
+ * without counting them (docs/operations.md, "Upgrades", gives the statement that recounts).
  */
 export const sql = `
 DROP TRIGGER deliveries_changed ON deliveries;
