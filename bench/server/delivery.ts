@@ -18,7 +18,7 @@
  * takes the reference as the mean of its two measures; the ratio reported is the median of
  * the runs' own ratios (a paired comparison), since on a shared machine both rates drift
  * together from one minute to the next (raw undici has been seen anywhere from 18k to 33k
- * requests/s here, and its CPU per request from 34 to 60 µs). The medians of the two rates
+ * requests/s here, and its CPU per request from 34 to 66 µs). The medians of the two rates
  * are reported beside it. The server's CPU is counted from the moment it listens to the last
  * arrival, as the reference's is its posting loop alone: the start (about a second of CPU)
  * is reported apart, since spread over a run it would make a per-delivery figure depend on
