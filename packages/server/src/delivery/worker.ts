@@ -80,7 +80,9 @@ export interface DeliveryWorkerOptions {
  */
 export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   readonly owner: string;
-  private readonly running = new Set<Promise<void>>();
+  /** Sends and other tracked work not yet settled, and who waits for there to be none. */
+  private running = 0;
+  private readonly idle: (() => void)[] = [];
   private readonly slots: Slots;
   private readonly pacing: Pacing;
   private readonly scheduler: Scheduler;
@@ -164,14 +166,20 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
     return this.scheduler.tick();
   }
 
+  /** Counts `p` as running until it settles: one reaction per send, not a set entry and a `finally` chain. */
   private track(p: Promise<void>): void {
-    this.running.add(p);
-    void p.finally(() => this.running.delete(p));
+    this.running++;
+    p.then(this.untrack, this.untrack);
   }
 
-  /** Waits for every send started so far. */
+  private readonly untrack = (): void => {
+    if (--this.running > 0) return;
+    for (const resolve of this.idle.splice(0)) resolve();
+  };
+
+  /** Waits until no send (or other tracked work) runs: those started so far, and any they start. */
   async settled(): Promise<void> {
-    while (this.running.size > 0) await Promise.allSettled([...this.running]);
+    while (this.running > 0) await new Promise<void>((resolve) => this.idle.push(resolve));
   }
 
   /** Claims and sends until nothing is due (for tests and one-shot runs with an injected clock). */

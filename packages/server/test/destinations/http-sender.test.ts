@@ -295,6 +295,18 @@ describe('createHttpSender over plain HTTP', () => {
     assert.equal(result.responseBody, `a${'é'.repeat(511)}`);
   });
 
+  it('keeps a whole short body as UTF-8, in however many chunks it came, bad bytes as U+FFFD', async () => {
+    const result = await sendThrough(sender, (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      // A character split across two writes, then a byte that is not UTF-8.
+      const euro = Buffer.from('€');
+      res.write(Buffer.concat([Buffer.from('ok '), euro.subarray(0, 1)]));
+      setTimeout(() => res.end(Buffer.concat([euro.subarray(1), Buffer.from([0xff]), Buffer.from(' é')])), 20);
+    });
+    assert.equal(result.statusCode, 200);
+    assert.equal(result.responseBody, 'ok €\uFFFD é');
+  });
+
   it('does not wait forever for a response body that never ends: the status stands after the body wait', async () => {
     let response: ServerResponse | undefined;
     const receiver = await startReceiver((_req, res) => {

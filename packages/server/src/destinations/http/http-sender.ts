@@ -233,12 +233,29 @@ function parseTarget(raw: string): Target | string {
   return { url, address };
 }
 
+/** Whether a header name, as spelled, is one the transport owns; remembered per spelling. */
+const ownedByTransport = new Map<string, boolean>();
+/** Spellings remembered at most; the names come from the configuration, so few. */
+const OWNED_CACHE_LIMIT = 1024;
+
+function isTransportHeader(name: string): boolean {
+  let owned = ownedByTransport.get(name);
+  if (owned === undefined) {
+    owned = TRANSPORT_HEADERS.has(name.toLowerCase());
+    if (ownedByTransport.size >= OWNED_CACHE_LIMIT) ownedByTransport.clear();
+    ownedByTransport.set(name, owned);
+  }
+  return owned;
+}
+
 /** The headers without those the transport owns; the same object when there are none (undici only reads it). */
 function transportHeaders(headers: Record<string, string>): Record<string, string> {
-  if (!Object.keys(headers).some((name) => TRANSPORT_HEADERS.has(name.toLowerCase()))) return headers;
+  let any = false;
+  for (const name in headers) if (isTransportHeader(name)) any = true;
+  if (!any) return headers;
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
-    if (!TRANSPORT_HEADERS.has(name.toLowerCase())) out[name] = value;
+    if (!isTransportHeader(name)) out[name] = value;
   }
   return out;
 }
@@ -285,10 +302,18 @@ function exchange(
       if (statusCode === undefined) return;
       const result: SendResult = { url: request.url, startedAtMs, latencyMs, statusCode };
       if (keptBytes > 0) {
-        // stream: true holds back a multi-byte character cut at the limit instead of emitting
-        // U+FFFD; the final decode() then drops what was held back, so the decoder starts clean.
-        const text = utf8.decode(Buffer.concat(kept, keptBytes), { stream: true });
-        utf8.decode();
+        const bytes = kept.length === 1 ? kept[0]! : Buffer.concat(kept, keptBytes);
+        let text: string;
+        if (seenBytes === keptBytes) {
+          // The whole body (the common case: a short answer, with the head): Buffer's own UTF-8
+          // decoding, which costs a fraction of a TextDecoder call and replaces bad bytes alike.
+          text = bytes.toString('utf8');
+        } else {
+          // Cut at the limit: stream: true holds back a multi-byte character cut there instead
+          // of emitting U+FFFD; the final decode() then drops it, so the decoder starts clean.
+          text = utf8.decode(bytes, { stream: true });
+          utf8.decode();
+        }
         if (text.length > 0) result.responseBody = text;
       }
       if (statusCode < 200 || statusCode > 299) {
