@@ -453,7 +453,8 @@ export interface FerryServer {
 export async function startFerry(opts: {
   configPath: string;
   dataDir: string;
-  deliver?: boolean;
+  /** `'signal'` (with `metrics` set): listening, it starts delivering only when sent SIGUSR2 (`proc.kill('SIGUSR2')`). */
+  deliver?: boolean | 'signal';
   nodeArgs?: string[];
   /** Set: the bench launcher runs the server (delivering or not) with metrics on or off, for a side-by-side. */
   metrics?: boolean;
@@ -476,7 +477,7 @@ export async function startFerry(opts: {
           ...nodeArgs,
           ...launched,
           '--deliver',
-          opts.deliver === false ? 'off' : 'on',
+          opts.deliver === false ? 'off' : opts.deliver === 'signal' ? 'signal' : 'on',
           '--metrics',
           opts.metrics ? 'on' : 'off',
           ...(opts.pruneIntervalMs === undefined ? [] : ['--prune-interval-ms', String(opts.pruneIntervalMs)]),

@@ -1,13 +1,14 @@
 /**
  * Bench-only launcher of the Ferry server (TypeScript via tsx, importing the built
  * `packages/server/dist`): the same server `ferry serve` builds, listening on loopback on a
- * free port, without starting the delivery worker unless `--deliver on`. Used to fill a backlog,
+ * free port, without starting the delivery worker unless `--deliver on` (with `--deliver signal`,
+ * once it gets SIGUSR2). Used to fill a backlog,
  * to measure ingestion on its own, and (`--metrics on|off`) to compare a server with metrics
  * and one without. Prints `Ferry listening on <url>` like the CLI and stops cleanly on
  * SIGTERM. Like `ferry serve`, it uses PostgreSQL when `DATABASE_URL` is set (schema
  * `FERRY_DATABASE_SCHEMA`, created if missing), else SQLite in the data dir.
  *
- *   node --import tsx bench/server/lib/ferry-launcher.ts --config FILE --data DIR [--deliver on] [--metrics off] [--prune-interval-ms N]
+ *   node --import tsx bench/server/lib/ferry-launcher.ts --config FILE --data DIR [--deliver on|signal] [--metrics off] [--prune-interval-ms N]
  */
 import { applyEnvironment, createFerry, loadConfigFile, PgStore } from '../../../packages/server/dist/index.js';
 
@@ -21,7 +22,9 @@ const option = (name: string): string | undefined => {
   const i = process.argv.indexOf(`--${name}`);
   return i === -1 ? undefined : process.argv[i + 1];
 };
-const deliver = option('deliver') === 'on';
+// `signal`: delivery starts on SIGUSR2, so that two servers compared side by side start together.
+const deliverWhen = option('deliver');
+const deliver = deliverWhen === 'on';
 const metrics = option('metrics') !== 'off';
 const pruneInterval = option('prune-interval-ms');
 const pruneIntervalMs = pruneInterval === undefined ? undefined : Number(pruneInterval);
@@ -41,7 +44,9 @@ const ferry = await createFerry({
   pruneIntervalMs,
 });
 const url = await ferry.start(0, '127.0.0.1');
-process.stdout.write(`Ferry listening on ${url} (store: ${ferry.store.kind}, delivery ${deliver ? 'on' : 'off'}, metrics ${metrics ? 'on' : 'off'})\n`);
+// Before the line below: whoever reads it may signal at once (SIGUSR2 unheard would end the process).
+if (deliverWhen === 'signal') process.once('SIGUSR2', () => ferry.worker.start());
+process.stdout.write(`Ferry listening on ${url} (store: ${ferry.store.kind}, delivery ${deliverWhen ?? 'off'}, metrics ${metrics ? 'on' : 'off'})\n`);
 let stopping = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const)
   process.on(signal, () => {
