@@ -169,12 +169,18 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
   /** Counts `p` as running until it settles: one reaction per send, not a set entry and a `finally` chain. */
   private track(p: Promise<void>): void {
     this.running++;
-    p.then(this.untrack, this.untrack);
+    p.then(this.untrack, this.untrackFailed);
   }
 
   private readonly untrack = (): void => {
     if (--this.running > 0) return;
     for (const resolve of this.idle.splice(0)) resolve();
+  };
+
+  /** Tracked work handles its own errors; one that escapes is reported, not left unhandled. */
+  private readonly untrackFailed = (error: unknown): void => {
+    this.emit('worker:error', { error });
+    this.untrack();
   };
 
   /** Waits until no send (or other tracked work) runs: those started so far, and any they start. */
