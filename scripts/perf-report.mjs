@@ -109,6 +109,10 @@ function serverSection(summary, dir, label, notes) {
     lines.push(
       `| delivery, server CPU per delivery, µs (from listening; raw undici's client CPU per request beside it) | ${n(r.delivery.serverCpuUsPerDelivery)} | raw undici ${n(r.delivery.rawClientCpuUsPerRequest)} | ${x(r.delivery.cpuRatio)} (median of each run's ratio${r.delivery.steadyCpuRatio !== undefined ? `; ${x(r.delivery.steadyCpuRatio)} from the 10,000th arrival on` : ''}) | at most 2x | ${met(r.delivery.cpuGoalMet ?? r.delivery.cpuRatio <= 2)} |`,
     );
+  if (r.delivery?.floorCpuRatio !== undefined)
+    lines.push(
+      `| delivery floor, CPU per delivery, µs: Ferry's own claim, signing, sender and completion with no worker around them (\`--floor\`) | ${n(r.delivery.floorCpuUsPerDelivery)} | raw undici ${n(r.delivery.rawClientCpuUsPerRequest)} | ${x(r.delivery.floorCpuRatio)} (median of each run's ratio${r.delivery.steadyFloorCpuRatio !== undefined ? `; ${x(r.delivery.steadyFloorCpuRatio)} from the 10,000th delivery on` : ''}) | none: it shows what the 2x above leaves the worker | ${r.delivery.floorComplete ? '' : '**incomplete run**'} |`,
+    );
   if (r.signing)
     lines.push(
       `| delivery with Standard Webhooks on (${r.signing.secrets ?? 1} secret) beside off, deliveries/s (backlog of ${n(r.signing.events ?? 50_000)}) | ${n(r.signing.onPerSec)} | off ${n(r.signing.offPerSec)} | ${x(r.signing.ratio)} (median of each run's ratio) | within 5% | ${met(r.signing.goalMet)} |`,
@@ -214,6 +218,9 @@ if (pgServer)
       : undefined,
     r.delivery && r.delivery.goalMet === false
       ? `Delivery falls short of its rate goal (0.5x): ${deliveryCpu(r.delivery, 'server, receiver, database')} ${busy(r.delivery)} ${shareOfCores(r.delivery)} In on-CPU profiles the database's part is about 35 µs: a claim locks each queue row, writes its lease and two index entries and commits durably, and a completion deletes the queue row and writes the delivery row. The server's thread shows a flat profile of undici, pg, signing and timers. The worker is never short of work (its 16 slots were all busy 99 % of a run): what limits it is how long each exchange takes while those threads take turns on two cores, not waiting for the database. At the same use of the cores, reaching the goal takes about ${Math.round((1 - r.delivery.ratio / 0.5) * 100)} % less CPU per delivery. Even the least a store can do while recording every delivery falls short: a prototype with no queue rows and no leases (as one owning node per destination would allow), writing each delivery's row once, used about 10 % less CPU per delivery and reached 0.47x, against 0.425x for the current store in the same alternating rounds. Only with the store's writes switched off entirely (measured, not shipped) did a run reach 0.61x. Those rounds ran on two cores shared by the server, the receiver and the database: the goal needs cores for the database beyond those. Profiles, what was built, and what was tried and dropped: [docs/performance.md](docs/performance.md).`
+      : undefined,
+    r.delivery?.floorCpuUsPerDelivery !== undefined
+      ? `Delivery's CPU floor (\`bench/server/delivery.ts --floor\`): Ferry's own claim, signing, HTTP sender and completion, run in a process of their own with no worker around them, spent ${n(r.delivery.floorCpuUsPerDelivery)} µs of CPU per delivery in the same runs, ${x(r.delivery.floorCpuRatio)} raw undici's client CPU per request. The server's ${n(r.delivery.serverCpuUsPerDelivery - r.delivery.floorCpuUsPerDelivery)} µs more are the worker's own: scheduling, slots and pacing, circuit breakers, lease renewal, the retry decision, events and metrics. Both ratios move with the host as raw undici's own CPU per request does: [docs/performance.md](docs/performance.md), "The floor".`
       : undefined,
   ]);
 

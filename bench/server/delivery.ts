@@ -29,7 +29,14 @@
  * So each is also measured from its 10,000th arrival to its last (`steadyPerSec`), both sides
  * warm, and the median of those ratios is reported beside the goal's (`steadyRatio`).
  *
- *   npx tsx bench/server/delivery.ts [--events 100000] [--runs 5] [--timeout-s 180]
+ * With `--floor` (PostgreSQL), each run also measures the floor: Ferry's own claim, signing,
+ * HTTP sender and completion with no worker around them (lib/floor.ts), on a copy of the
+ * backlog, to the same receiver, its CPU over its loop per delivery beside raw undici's per
+ * request. What the server spends beyond it is the worker's own (scheduling, slots and pacing,
+ * guards and circuit breakers, lease renewal, the retry policy, events); what the floor spends
+ * beyond raw undici is what signing, the guarded transport, claiming and recording cost.
+ *
+ *   npx tsx bench/server/delivery.ts [--events 100000] [--runs 5] [--timeout-s 180] [--floor]
  */
 import { join } from 'node:path';
 import { arrivalRate, bodySource, copyData, deliveryCounts, fillBacklog, steadyRate, stretchRates, waitForArrivals } from './lib/backlog.js';
@@ -43,6 +50,7 @@ import {
   printTable,
   removeDir,
   round,
+  sharedSecret,
   startChild,
   startFerry,
   storeKind,
@@ -78,6 +86,17 @@ export interface DeliverySummary {
   ratio: number;
   /** Median over the runs of Ferry's rate to raw undici's, each from its 10,000th arrival on; absent for shorter runs. */
   steadyRatio?: number;
+  /**
+   * With `--floor`: the CPU per delivery of Ferry's claim, signing, sender and completion with no
+   * worker around them (lib/floor.ts), and its ratio to raw undici's client CPU per request
+   * (median of each run's); the same from the 10,000th delivery on; whether every floor run
+   * delivered, signed and recorded every job.
+   */
+  floorCpuUsPerDelivery?: number;
+  floorCpuRatio?: number;
+  steadyFloorCpuUsPerDelivery?: number;
+  steadyFloorCpuRatio?: number;
+  floorComplete?: boolean;
   goalMet: boolean;
 }
 
@@ -87,7 +106,8 @@ const steadyFrom = 10_000;
 /** Default per-destination concurrency of the server, so the reference uses as many connections. */
 const connections = 16;
 
-export async function runDelivery(opts: { events: number; runs: number; timeoutS: number }): Promise<DeliverySummary> {
+export async function runDelivery(opts: { events: number; runs: number; timeoutS: number; floor?: boolean }): Promise<DeliverySummary> {
+  if (opts.floor && storeKind !== 'postgres') throw new Error('--floor measures the PostgreSQL store: add --store postgres');
   await ensureStore();
   const dir = tempDir('delivery');
   const runs: any[] = [];
@@ -157,6 +177,7 @@ export async function runDelivery(opts: { events: number; runs: number; timeoutS
         await ferry.stop();
         const counts = await deliveryCounts(dataDir);
         await receiver.ask({ cmd: 'reset' });
+        const floor = opts.floor ? await measureFloor(filled, join(runDir, 'floor'), receiver, url, opts) : undefined;
         // A client process of its own, as cold as the first: the mean is of drift, not of warm-up.
         const afterClient = startChild('client.ts');
         const rawAfter = await measureRaw(afterClient).finally(() => afterClient.stop());
@@ -199,6 +220,7 @@ export async function runDelivery(opts: { events: number; runs: number; timeoutS
             attempts: counts.attempts['hooks'] ?? 0,
             complete: stats.count >= opts.events,
           },
+          ...(floor === undefined ? {} : { floor }),
         });
       } finally {
         await client.stop();
@@ -231,6 +253,19 @@ export async function runDelivery(opts: { events: number; runs: number; timeoutS
         ratio: median(runs.map((x) => x.ferry.steadyServerCpuUsPerDelivery / x.raw.steadyClientCpuUsPerRequest)),
       }
     : undefined;
+  const floored = runs.every((x) => x.floor !== undefined)
+    ? {
+        floorCpuUsPerDelivery: median(runs.map((x) => x.floor.cpuUsPerDelivery)),
+        floorCpuRatio: round(median(runs.map((x) => x.floor.cpuUsPerDelivery / x.raw.clientCpuUsPerRequest)), 2),
+        floorComplete: runs.every((x) => x.floor.complete),
+        ...(runs.every((x) => x.floor.steadyCpuUsPerDelivery && x.raw.steadyClientCpuUsPerRequest)
+          ? {
+              steadyFloorCpuUsPerDelivery: median(runs.map((x) => x.floor.steadyCpuUsPerDelivery)),
+              steadyFloorCpuRatio: round(median(runs.map((x) => x.floor.steadyCpuUsPerDelivery / x.raw.steadyClientCpuUsPerRequest)), 2),
+            }
+          : {}),
+      }
+    : undefined;
   const summary: DeliverySummary = {
     ferryPerSec: round(ferry),
     rawPerSec: round(raw),
@@ -249,6 +284,7 @@ export async function runDelivery(opts: { events: number; runs: number; timeoutS
     ...(steadyCpu === undefined
       ? {}
       : { steadyServerCpuUsPerDelivery: steadyCpu.server, steadyRawClientCpuUsPerRequest: steadyCpu.raw, steadyCpuRatio: round(steadyCpu.ratio, 2) }),
+    ...(floored ?? {}),
   };
   printTable(
     `Delivery (${storeKind}): webhook deliveries/s from a backlog of ${opts.events.toLocaleString('en-US')} events to a local receiver (medians of ${opts.runs} runs; x raw is the median of each run's ratio)`,
@@ -266,6 +302,16 @@ export async function runDelivery(opts: { events: number; runs: number; timeoutS
         summary.ratio,
         `goal >= 0.5: ${summary.goalMet ? 'met' : 'NOT met'}; per-run ratios ${runs.map((x) => round(x.ferry.perSec / x.raw.perSec, 2)).join(', ')}; ${steady === undefined ? '' : `from the 10,000th arrival on ${summary.steadyRatio}x; `}all succeeded+logged+signed: ${checked}; server CPU ${cpuUs} µs/delivery (${systemUs} in the kernel; ${summary.cpuRatio}x raw's client CPU per request, goal <= 2; ${startMs} ms to start, not counted; ${steadyCpu === undefined ? '' : `from the 10,000th arrival on ${summary.steadyServerCpuUsPerDelivery} against ${summary.steadyRawClientCpuUsPerRequest} µs, ${summary.steadyCpuRatio}x`}), machine CPU ${machineUs} µs/delivery`,
       ],
+      ...(floored === undefined
+        ? []
+        : [
+            [
+              "floor: claim, sign, send, record (Ferry's parts, no worker)",
+              round(median(runs.map((x) => x.floor.perSec))),
+              round(median(runs.map((x) => x.floor.perSec / x.raw.perSec)), 2),
+              `CPU ${floored.floorCpuUsPerDelivery} µs/delivery, ${floored.floorCpuRatio}x raw's client CPU per request${floored.steadyFloorCpuUsPerDelivery === undefined ? '' : `; from the 10,000th on ${floored.steadyFloorCpuUsPerDelivery} µs, ${floored.steadyFloorCpuRatio}x`}; all delivered and recorded: ${floored.floorComplete}`,
+            ] as (string | number)[],
+          ]),
     ],
   );
   const path = writeResults('delivery', { settings: { ...opts, connections }, summary, runs });
@@ -273,6 +319,48 @@ export async function runDelivery(opts: { events: number; runs: number; timeoutS
   return summary;
 }
 
+/**
+ * The floor of one run (`--floor`, PostgreSQL): Ferry's claim, signing, sender and completion
+ * with no worker around them (lib/floor.ts), on a copy of the backlog of its own, to the same
+ * receiver. Its CPU is its own process's over its loop, as raw undici's is.
+ */
+async function measureFloor(
+  filled: string,
+  dir: string,
+  receiver: ReturnType<typeof startChild>,
+  url: string,
+  opts: { events: number; timeoutS: number },
+): Promise<{ perSec: number; cpuUsPerDelivery: number; steadyCpuUsPerDelivery?: number; delivered: number; complete: boolean }> {
+  const dataDir = await copyData(filled, join(dir, 'data'));
+  const floor = startChild('floor.ts');
+  try {
+    const r = await floor.ask({
+      cmd: 'floor',
+      url,
+      ...bodySource(dataDir),
+      count: opts.events,
+      connections,
+      secret: sharedSecret,
+      timeoutMs: opts.timeoutS * 1000,
+    });
+    if (r.error) throw new Error(r.error);
+    const stats = await receiver.ask({ cmd: 'stats' });
+    await receiver.ask({ cmd: 'reset' });
+    const counts = await deliveryCounts(dataDir);
+    return {
+      perSec: arrivalRate(stats),
+      cpuUsPerDelivery: round((r.cpuMs * 1000) / Math.max(1, r.ok)),
+      steadyCpuUsPerDelivery: r.steadyDeliveries > 0 ? round((r.steadyCpuMs * 1000) / r.steadyDeliveries) : undefined,
+      delivered: r.ok,
+      complete: r.ok === opts.events && r.lost === 0 && stats.signed === opts.events && counts.byDestination['hooks']?.['succeeded'] === opts.events,
+    };
+  } finally {
+    await floor.stop();
+  }
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
-  await main(() => runDelivery({ events: numFlag('events', 100_000), runs: numFlag('runs', 5), timeoutS: numFlag('timeout-s', 180) }));
+  await main(() =>
+    runDelivery({ events: numFlag('events', 100_000), runs: numFlag('runs', 5), timeoutS: numFlag('timeout-s', 180), floor: process.argv.includes('--floor') }),
+  );
 }
