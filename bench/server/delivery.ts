@@ -32,8 +32,9 @@
  * With `--floor` (PostgreSQL), each run also measures the floor: Ferry's own claim, signing,
  * HTTP sender and completion with no worker around them (lib/floor.ts), on a copy of the
  * backlog, to the same receiver, its CPU over its loop per delivery beside raw undici's per
- * request. What the server spends beyond it is the worker's own (scheduling, slots and pacing,
- * guards and circuit breakers, lease renewal, the retry policy, events); what the floor spends
+ * request. What the server spends beyond it goes with the worker (its scheduling, slots and
+ * pacing, guards and circuit breakers, lease renewal, retry policy and events, and what a larger
+ * program and a lower rate cost around them); what the floor spends
  * beyond raw undici is what signing, the guarded transport, claiming and recording cost.
  *
  *   npx tsx bench/server/delivery.ts [--events 100000] [--runs 5] [--timeout-s 180] [--floor]

@@ -5,9 +5,9 @@
  * Ferry's `signBody`, posts it through Ferry's HTTP sender with the headers Ferry sends, and
  * records each outcome with Ferry's completion (one statement per 10 ms, as the server).
  * No scheduler, slots, pacing, guards or circuit breakers, no lease renewal, retry policy,
- * events or metrics: what the server's CPU per delivery spends beyond this floor is the
- * worker's own, and what the floor spends beyond raw undici's request is what signing,
- * sending through the guarded transport, claiming and recording cost.
+ * events or metrics: what the server's CPU per delivery spends beyond this floor goes with
+ * the worker, and what the floor spends beyond raw undici's request is what signing, sending
+ * through the guarded transport, claiming and recording cost.
  *
  *   {cmd:'floor', url, databaseUrl, schema, count, connections, secret, timeoutMs}
  *       -> {ok, failed, lost, ms, cpuMs, systemCpuMs, steadyCpuMs?, steadyDeliveries?}
