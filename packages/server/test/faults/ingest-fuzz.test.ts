@@ -631,57 +631,64 @@ test(`${numRuns} hostile ingestion requests: each answered as its parts require,
   let httpMs = 0;
   const startedAt = Date.now();
 
+  // The time limit races the sample under way and moves on without it; that sample is awaited
+  // below, so its requests end and its checks count before the server is checked and stopped.
+  let current: Promise<void> | undefined;
   await fc.assert(
-    fc.asyncProperty(hostileRequest, async (generated) => {
-      const r = { ...generated, body: scoped(generated.body, `s${sample++}`) };
-      const { path, bytes, headers } = encode(r);
-      const expected = expectedOutcome(r, bytes.length);
-      const described = () =>
-        `${path} ${JSON.stringify(expected).slice(0, 300)}; broken: ${r.body.kind === 'batch' ? JSON.stringify(r.body.messages?.map((m) => m.broken)) : r.body.kind === 'single' ? r.body.message.broken : r.body.kind}`;
-      const stored = new Set<string>();
-      for (let send = 0; send < (r.repeat ? 2 : 1); send++) {
-        // Serial and the only writer (no delivery loop): the difference is this request's doing.
-        const before = last;
-        const t0 = performance.now();
-        const res = await post(path, bytes, headers);
-        const after = (last = await stats());
-        httpMs += performance.now() - t0;
-        requests++;
-        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-        const code: string | undefined = res.json?.errors?.[0]?.code;
-        if (code) codes.set(code, (codes.get(code) ?? 0) + 1);
-        for (const x of (res.json?.rejected ?? []) as { code: string }[]) codes.set(`rejected ${x.code}`, (codes.get(`rejected ${x.code}`) ?? 0) + 1);
+    fc.asyncProperty(
+      hostileRequest,
+      (generated) =>
+        (current = (async () => {
+          const r = { ...generated, body: scoped(generated.body, `s${sample++}`) };
+          const { path, bytes, headers } = encode(r);
+          const expected = expectedOutcome(r, bytes.length);
+          const described = () =>
+            `${path} ${JSON.stringify(expected).slice(0, 300)}; broken: ${r.body.kind === 'batch' ? JSON.stringify(r.body.messages?.map((m) => m.broken)) : r.body.kind === 'single' ? r.body.message.broken : r.body.kind}`;
+          const stored = new Set<string>();
+          for (let send = 0; send < (r.repeat ? 2 : 1); send++) {
+            // Serial and the only writer (no delivery loop): the difference is this request's doing.
+            const before = last;
+            const t0 = performance.now();
+            const res = await post(path, bytes, headers);
+            const after = (last = await stats());
+            httpMs += performance.now() - t0;
+            requests++;
+            statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+            const code: string | undefined = res.json?.errors?.[0]?.code;
+            if (code) codes.set(code, (codes.get(code) ?? 0) + 1);
+            for (const x of (res.json?.rejected ?? []) as { code: string }[]) codes.set(`rejected ${x.code}`, (codes.get(`rejected ${x.code}`) ?? 0) + 1);
 
-        assert.ok(res.status < 500, `a ${res.status} answer: ${JSON.stringify(res.json).slice(0, 300)}`);
-        const newEvents = after.events - before.events;
-        const newDeliveries = after.deliveries.pending - before.deliveries.pending;
-        const answer = `answered ${res.status} ${JSON.stringify(res.json).slice(0, 300)}; expected ${described()}`;
-        if (expected.kind !== 'accepted') {
-          if (expected.kind === 'refused') {
-            assert.equal(res.status, expected.status, answer);
-            assert.equal(code, expected.code, answer);
-            assert.equal(after.rejections - before.rejections, expected.counted, `rejections counted; ${answer}`);
-          } else {
-            assert.ok(res.status >= 400 && res.status < 500, answer);
-            assert.equal(typeof code, 'string', `a refusal carries a stable code; ${answer}`);
+            assert.ok(res.status < 500, `a ${res.status} answer: ${JSON.stringify(res.json).slice(0, 300)}`);
+            const newEvents = after.events - before.events;
+            const newDeliveries = after.deliveries.pending - before.deliveries.pending;
+            const answer = `answered ${res.status} ${JSON.stringify(res.json).slice(0, 300)}; expected ${described()}`;
+            if (expected.kind !== 'accepted') {
+              if (expected.kind === 'refused') {
+                assert.equal(res.status, expected.status, answer);
+                assert.equal(code, expected.code, answer);
+                assert.equal(after.rejections - before.rejections, expected.counted, `rejections counted; ${answer}`);
+              } else {
+                assert.ok(res.status >= 400 && res.status < 500, answer);
+                assert.equal(typeof code, 'string', `a refusal carries a stable code; ${answer}`);
+              }
+              assert.equal(res.json?.success, false, 'a refusal says success: false');
+              assert.equal(newEvents, 0, `a ${res.status} (${code}) stored ${newEvents} events`);
+              assert.equal(newDeliveries, 0, `a ${res.status} (${code}) queued ${newDeliveries} deliveries`);
+              continue;
+            }
+            assert.equal(res.status, 200, answer);
+            assert.equal(res.json?.success, true);
+            const rejected = ((res.json.rejected ?? []) as { index: number; code: string }[]).map((x) => [x.index, x.code]);
+            const expectedRejected = expected.verdicts.flatMap((v, i) => (v === 'ok' ? [] : [[i, v]]));
+            assert.deepEqual(rejected, expectedRejected, answer);
+            assert.equal(after.rejections - before.rejections, expectedRejected.length, 'every rejection is counted for operators');
+            const inserted = expectedInserted(messagesOf(r.body), expected.verdicts, stored);
+            assert.equal(newEvents, inserted.count, `a 200 stored ${newEvents} events; ${inserted.count} were accepted and new`);
+            assert.ok(newDeliveries <= newEvents, 'at most one delivery per new event (one destination)');
+            inserted.ids.forEach((id) => stored.add(id));
           }
-          assert.equal(res.json?.success, false, 'a refusal says success: false');
-          assert.equal(newEvents, 0, `a ${res.status} (${code}) stored ${newEvents} events`);
-          assert.equal(newDeliveries, 0, `a ${res.status} (${code}) queued ${newDeliveries} deliveries`);
-          continue;
-        }
-        assert.equal(res.status, 200, answer);
-        assert.equal(res.json?.success, true);
-        const rejected = ((res.json.rejected ?? []) as { index: number; code: string }[]).map((x) => [x.index, x.code]);
-        const expectedRejected = expected.verdicts.flatMap((v, i) => (v === 'ok' ? [] : [[i, v]]));
-        assert.deepEqual(rejected, expectedRejected, answer);
-        assert.equal(after.rejections - before.rejections, expectedRejected.length, 'every rejection is counted for operators');
-        const inserted = expectedInserted(messagesOf(r.body), expected.verdicts, stored);
-        assert.equal(newEvents, inserted.count, `a 200 stored ${newEvents} events; ${inserted.count} were accepted and new`);
-        assert.ok(newDeliveries <= newEvents, 'at most one delivery per new event (one destination)');
-        inserted.ids.forEach((id) => stored.add(id));
-      }
-    }),
+        })()),
+    ),
     {
       numRuns,
       seed,
@@ -690,6 +697,7 @@ test(`${numRuns} hostile ingestion requests: each answered as its parts require,
       ...(timeLimitMs ? { interruptAfterTimeLimit: timeLimitMs, markInterruptAsFailure: false } : {}),
     },
   );
+  await current;
   if (sample < numRuns) t.diagnostic(`time limit reached: ${sample} of ${numRuns} samples ran`);
 
   const health = await fetch(ferry.url + '/health');
