@@ -3,7 +3,8 @@
  * delivery needs, taken from Ferry's build as they are, with none of the worker around them.
  * It claims due jobs with Ferry's claim (leased, 400 at a time), signs each body with
  * Ferry's `signBody`, posts it through Ferry's HTTP sender with the headers Ferry sends, and
- * records each outcome with Ferry's completion (one statement per 10 ms, as the server).
+ * records each outcome, its attempt record built as the worker builds it, with Ferry's
+ * completion (one statement per 10 ms, as the server).
  * No scheduler, slots, pacing, guards or circuit breakers, no lease renewal, retry policy,
  * events or metrics: what the server's CPU per delivery spends beyond this floor goes with
  * the worker, and what the floor spends beyond raw undici's request is what signing, sending
@@ -19,6 +20,7 @@ import { signBody, SOURCE_HEADER } from '@ferry/webhooks';
 import { claim } from '../../../packages/server/dist/store/postgres/pg-claim.js';
 import { PgCompletions } from '../../../packages/server/dist/store/postgres/pg-complete.js';
 import { createPools, endPools } from '../../../packages/server/dist/store/postgres/pg-pools.js';
+import { attemptRecordOf } from '../../../packages/server/dist/delivery/attempt-record.js';
 import { createHttpSender } from '../../../packages/server/dist/destinations/http/http-sender.js';
 import { userAgent } from '../../../packages/server/dist/util/version.js';
 import { sourceHeaderValue } from '../../../packages/server/dist/destinations/webhooks/request.js';
@@ -78,18 +80,7 @@ async function floor(m: any) {
           kind: job.kind,
           nowMs,
           firstAttemptAtMs: job.firstAttemptAtMs ?? startedAtMs,
-          attempts: [
-            {
-              url: m.url,
-              startedAtMs: result.startedAtMs,
-              latencyMs: Math.round(result.latencyMs),
-              statusCode: result.statusCode ?? null,
-              errorClass: result.errorClass ?? null,
-              errorMessage: result.errorMessage ?? null,
-              responseBody: result.responseBody ?? null,
-              trigger: job.trigger,
-            },
-          ],
+          attempts: [attemptRecordOf(result, job.trigger)],
           outcome: succeeded ? { status: 'succeeded' } : { status: 'dead', reason: 'non_retryable_response', lastError: result.errorMessage ?? 'failed' },
         })
         .then((kept) => {

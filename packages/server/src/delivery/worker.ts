@@ -9,6 +9,7 @@ import type { AttemptOutcome, AttemptRecord, ExchangeResult } from '../model/att
 import type { ClaimedDelivery, Store } from '../store/store.js';
 import { timersOf, type Clock } from '../util/clock.js';
 import { redactUrl } from '../util/redact.js';
+import { attemptRecordOf } from './attempt-record.js';
 import { CircuitBreakers, type CircuitEvents } from './circuit-breaker.js';
 import { circuitSender } from './circuit-sender.js';
 import type { SendGuard } from './guards.js';
@@ -269,16 +270,7 @@ export class DeliveryWorker extends EventEmitter<DeliveryEvents> {
         );
       }
     }
-    const attempts: AttemptRecord[] = results.map((r) => ({
-      url: redactUrl(r.url),
-      startedAtMs: r.startedAtMs,
-      latencyMs: Math.round(r.latencyMs),
-      statusCode: r.statusCode ?? null,
-      errorClass: r.errorClass ?? null,
-      errorMessage: r.errorMessage ?? null,
-      responseBody: r.responseBody ?? null,
-      trigger: job.trigger,
-    }));
+    const attempts: AttemptRecord[] = results.map((r) => attemptRecordOf(r, job.trigger));
     const kept = await this.o.store.complete({
       id: job.id,
       owner: this.owner,

@@ -298,10 +298,13 @@ describe('createHttpSender over plain HTTP', () => {
   it('keeps a whole short body as UTF-8, in however many chunks it came, bad bytes as U+FFFD', async () => {
     const result = await sendThrough(sender, (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/plain' });
-      // A character split across two writes, then a byte that is not UTF-8.
+      // A character split across two writes (the second once the first has left for the
+      // socket), then a byte that is not UTF-8. However the bytes are read, one chunk or two,
+      // the whole body is decoded as one.
       const euro = Buffer.from('€');
-      res.write(Buffer.concat([Buffer.from('ok '), euro.subarray(0, 1)]));
-      setTimeout(() => res.end(Buffer.concat([euro.subarray(1), Buffer.from([0xff]), Buffer.from(' é')])), 20);
+      res.write(Buffer.concat([Buffer.from('ok '), euro.subarray(0, 1)]), () =>
+        res.end(Buffer.concat([euro.subarray(1), Buffer.from([0xff]), Buffer.from(' é')])),
+      );
     });
     assert.equal(result.statusCode, 200);
     assert.equal(result.responseBody, 'ok €\uFFFD é');
